@@ -1,0 +1,38 @@
+"""pytropical_gpu: semiring GEMM and bitsliced ternary VSA on GPUs (WGSL via wgpu, CUDA via CuPy).
+
+>>> import numpy as np, pytropical_gpu as tg
+>>> tg.matmul(np.array([[1, 2]], np.int32), np.array([[3], [4]], np.int32), "max_plus", backend="cpu")
+array([[6]], dtype=int32)
+"""
+
+from .api import (
+    andor_matmul,
+    bind,
+    bundle,
+    cosine,
+    cosine_similarity,
+    default_context,
+    dot,
+    dot_similarity,
+    matmul,
+    pack_cols,
+    pack_rows,
+    permute,
+    search,
+    unbind,
+)
+from .backends import available_backends, get_backend
+from .errors import BackendUnavailableError
+from .hybrid import HybridContext
+from .packed import PackedCols, PackedRows
+from .semirings import Semiring, get_semiring, semiring_names
+from .vsa import SoftTernaryVec, TernaryVec
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BackendUnavailableError", "HybridContext", "PackedCols", "PackedRows", "Semiring",
+    "SoftTernaryVec", "TernaryVec", "andor_matmul", "available_backends", "bind", "bundle", "cosine",
+    "cosine_similarity", "default_context", "dot", "dot_similarity", "get_backend", "get_semiring",
+    "matmul", "pack_cols", "pack_rows", "permute", "search", "semiring_names", "unbind",
+]

@@ -1,0 +1,63 @@
+"""Backend registry: ``cpu`` (numpy), ``wgpu`` (WGSL through wgpu-py), ``cuda`` (CuPy).
+
+Each backend module offers ``probe() -> (ok, reason)`` and ``create() -> Backend``; GPU libraries are
+imported lazily inside them, so importing pytropical_gpu never needs wgpu or cupy to work.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from typing import Literal
+
+from ..errors import BackendUnavailableError
+from .base import Backend
+
+BackendName = Literal["cpu", "wgpu", "cuda"]
+BACKENDS: tuple[str, ...] = ("cpu", "wgpu", "cuda")
+_MODULES = {"cpu": ".cpu", "wgpu": ".wgpu", "cuda": ".cuda"}
+_instances: dict[str, Backend] = {}
+_probes: dict[str, tuple[bool, str]] = {}
+_lock = threading.Lock()
+
+
+def _module(name: str):
+    if name not in _MODULES:
+        raise ValueError(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}")
+    return importlib.import_module(_MODULES[name], __name__)
+
+
+def probe(name: str) -> tuple[bool, str]:
+    """``(ok, reason)`` for a backend, cached: reason says why it is unavailable (or what it runs on)."""
+    with _lock:
+        if name not in _probes:
+            try:
+                _probes[name] = _module(name).probe()
+            except ValueError:
+                raise
+            except Exception as e:  # a broken driver must not break import
+                _probes[name] = (False, f"{type(e).__name__}: {e}")
+        return _probes[name]
+
+
+def get_backend(name: str) -> Backend:
+    """The backend object (one per process); raises BackendUnavailableError with the reason."""
+    if isinstance(name, Backend):
+        return name
+    if name in _instances:
+        return _instances[name]
+    ok, reason = probe(name)
+    if not ok:
+        raise BackendUnavailableError(name, reason)
+    with _lock:
+        if name not in _instances:
+            _instances[name] = _module(name).create()
+        return _instances[name]
+
+
+def available_backends() -> list[str]:
+    """Names of the backends usable on this machine, ``cpu`` first."""
+    return [n for n in BACKENDS if probe(n)[0]]
+
+
+__all__ = ["Backend", "BackendName", "BACKENDS", "probe", "get_backend", "available_backends"]

@@ -1,0 +1,427 @@
+"""The backend protocol: public operations (validated, shape-normalised) over a small set of kernels.
+
+Every backend subclasses :class:`Backend`. The public methods (``matmul``, ``bind``, ...) live here
+once: they validate the user's input (shape, dtype, NaN, trits), normalise it to contiguous native
+arrays (numpy for ``cpu``/``wgpu``, cupy for ``cuda``), call the backend's kernel methods (the
+underscore methods below) and hand the result back as the caller's array kind. A backend only
+implements the kernels; the kernels may assume everything the docstrings promise.
+
+Kernel contract (``N``-prefixed shapes are native arrays, C-contiguous):
+
+``_gemm(a, b, sr, c, argmax) -> (d, idx)``
+    a (Ba, m, k), b (Bb, k, n), Ba, Bb in {1, B}; c (Bc, m, n) or None with Bc in {1, B};
+    m, n, k >= 1; dtype equal and accepted by ``sr`` and by this backend. Returns d (B, m, n) of the
+    same dtype and idx (B, m, n) int32 (argmax semantics in :mod:`pytropical_gpu.semirings` and
+    ``cpu.py``) or None. Boolean semirings (``lor_land``/``lxor_land``) arrive here as bool arrays.
+``_pack(bits) -> words``: bits (r, k) bool -> (r, ceil(k/32)) uint32, LSB first, zero tail.
+``_andor(aw, bw) / _xorand(aw, bw) -> bool (m, n)``: aw (m, W), bw (n, W) uint32 packed along k;
+    OR over words of (a & b) != 0, resp. parity of popcount(a & b).
+``_bind(ap, an, bp, bn) -> (p, n)``: all (N, W) uint32.
+``_bundle(p, n, threshold) -> (p, n)``: (V, R) uint32 planes of V vectors -> (R,), exact per element.
+``_dot(ap, an, bp, bn) -> int64 (Q, M)``: a (Q, W), b (M, W).
+``_nnz(p, n) -> int64 (N,)``: number of non-zero trits per row.
+``_permute(p, n, dim, shifts) -> (p, n)``: (N, W); trit i moves to (i + shifts) % dim; 0 < shifts < dim.
+``_accumulate(sign, mag, hp, hn) -> (sign, mag)``: sign (N, W), mag (bits, N, W), h (N, W).
+``_harden(sign, mag, threshold) -> (p, n)``: threshold >= 1.
+``_topk(scores, k) -> (idx int64 (Q, k), vals int64 (Q, k))``: descending, ties to the smaller index.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import _arrays
+from ..packed import PackedCols, PackedRows
+from ..semirings import Semiring, get_semiring
+from ..vsa import SoftTernaryVec, TernaryVec
+
+_SELECTIVE_ERR = "return_argmax needs a min/max-based (selective) semiring"
+
+
+class Backend:
+    """Base class: the spec's operations, validated once, over the kernel methods."""
+
+    name: str = "base"
+    #: dtypes this backend can run GEMM on (subset of the semiring's).
+    gemm_dtypes: frozenset[str] = frozenset(
+        {"float32", "float64", "int32", "bool", "uint32", "uint64"})
+
+    # ---------------------------------------------------------------- array kinds
+    @property
+    def xp(self):
+        return np
+
+    def asnative(self, x: Any, name: str = "array") -> Any:
+        """The caller's array as this backend's native kind (numpy here)."""
+        return _arrays.to_numpy(x, name)
+
+    def describe(self) -> dict:
+        """A dict of facts about this backend (device name, ...) for ``info``."""
+        return {"name": self.name}
+
+    # ---------------------------------------------------------------- semiring GEMM
+    def matmul(self, a: Any, b: Any, semiring: str | Semiring = "max_plus", *, c: Any = None,
+               out: Any = None, return_argmax: bool = False) -> Any:
+        """Semiring product ``c ⊕ (a ⊗ b)``; see :func:`pytropical_gpu.matmul`."""
+        sr = get_semiring(semiring)
+        kind = _arrays.kind_of(a, b, c)
+        xp = self.xp
+        A = self.asnative(a, "a")
+        B = self.asnative(b, "b")
+        C = None if c is None else self.asnative(c, "c")
+        if A.ndim not in (2, 3) or B.ndim not in (2, 3):
+            raise ValueError(f"matmul: a and b must be 2-D or 3-D (batch, rows, cols); "
+                             f"got shapes {tuple(A.shape)} and {tuple(B.shape)}")
+        if A.dtype != B.dtype:
+            raise TypeError(f"matmul: mixed dtypes {A.dtype.name} and {B.dtype.name}; "
+                            "cast one operand first")
+        dt = sr.check_dtype(A.dtype)
+        self._check_semiring(sr, dt)
+        if return_argmax and not sr.selective:
+            raise ValueError(f"matmul: {_SELECTIVE_ERR}, got {sr.name!r}")
+        m, k = A.shape[-2:]
+        k2, n = B.shape[-2:]
+        if k != k2:
+            raise ValueError(f"matmul: shapes {tuple(A.shape)} and {tuple(B.shape)} are not aligned "
+                             f"({k} != {k2})")
+        a3 = A if A.ndim == 3 else A[None]
+        b3 = B if B.ndim == 3 else B[None]
+        batch = _broadcast_batch("matmul", a3.shape[0], b3.shape[0], A.shape, B.shape)
+        c3 = None
+        if C is not None:
+            if C.dtype != dt:
+                raise TypeError(f"matmul: c has dtype {C.dtype.name}, a and b have {dt.name}")
+            if C.ndim not in (2, 3) or C.shape[-2:] != (m, n):
+                raise ValueError(f"matmul: c has shape {tuple(C.shape)}, expected {(m, n)} or "
+                                 f"{(batch, m, n)}")
+            c3 = C if C.ndim == 3 else C[None]
+            batch = _broadcast_batch("matmul", batch, c3.shape[0], (batch, m, n), C.shape)
+        for arr, nm in ((A, "a"), (B, "b"), (C, "c")):
+            if arr is not None and dt.kind == "f" and arr.size and bool(xp.isnan(arr).any()):
+                raise ValueError(f"matmul: {nm} contains NaN")
+        squeeze = A.ndim == 2 and B.ndim == 2 and (C is None or C.ndim == 2)
+        shape = (m, n) if squeeze else (batch, m, n)
+        if out is not None:
+            self._check_out(out, shape, dt)
+
+        if m == 0 or n == 0 or batch == 0:
+            d = xp.empty((batch, m, n), dt)
+            idx = xp.full((batch, m, n), -1, np.int32) if return_argmax else None
+        elif k == 0:
+            d = xp.empty((batch, m, n), dt)
+            d[...] = sr.zero_for(dt) if c3 is None else c3
+            idx = xp.full((batch, m, n), -1, np.int32) if return_argmax else None
+        else:
+            a3 = xp.ascontiguousarray(a3)
+            b3 = xp.ascontiguousarray(b3)
+            c3 = None if c3 is None else xp.ascontiguousarray(c3)
+            d, idx = self._gemm(a3, b3, sr, c3, return_argmax)
+        if squeeze:
+            d = d[0]
+            idx = None if idx is None else idx[0]
+        if out is not None:
+            res = self._write_out(out, d)
+        else:
+            res = _arrays.to_kind(d, kind)
+        if return_argmax:
+            return res, _arrays.to_kind(idx, kind)
+        return res
+
+    def _check_semiring(self, sr: Semiring, dt: np.dtype) -> None:
+        """Raise if this backend cannot run ``sr`` on ``dt`` (TypeError for dtypes)."""
+        if dt.name not in self.gemm_dtypes:
+            raise TypeError(f"matmul: the {self.name} backend does not support dtype {dt.name} "
+                            f"(supported: {', '.join(sorted(self.gemm_dtypes))}); use backend='cpu'"
+                            " or another dtype")
+
+    def _check_out(self, out: Any, shape: tuple, dt: np.dtype) -> None:
+        if tuple(out.shape) != tuple(shape) or np.dtype(out.dtype) != dt:
+            raise ValueError(f"matmul: out has shape {tuple(out.shape)} and dtype {out.dtype}, "
+                             f"expected {shape} and {dt.name}")
+
+    def _write_out(self, out: Any, d: Any) -> Any:
+        if _arrays.is_cupy(out):
+            out[...] = _arrays.to_cupy(d)
+        elif isinstance(out, np.ndarray):
+            out[...] = _arrays.to_numpy(d)
+        else:
+            raise TypeError(f"matmul: out must be a numpy or cupy array, got {type(out).__name__}")
+        return out
+
+    # ---------------------------------------------------------------- packed boolean
+    def pack_rows(self, a: Any) -> PackedRows:
+        """Pack a bool (m, k) matrix along k, 32 per uint32 word; see :class:`PackedRows`."""
+        A = self._bool2d(a, "pack_rows")
+        return PackedRows(self._pack_checked(A), A.shape[1])
+
+    def pack_cols(self, b: Any) -> PackedCols:
+        """Pack a bool (k, n) matrix along k (column-wise); see :class:`PackedCols`."""
+        B = self._bool2d(b, "pack_cols")
+        return PackedCols(self._pack_checked(self.xp.ascontiguousarray(B.T)), B.shape[0])
+
+    def _pack_checked(self, bits: Any) -> Any:
+        r, k = bits.shape
+        if r == 0 or k == 0:
+            return self.xp.zeros((r, (k + 31) // 32), np.uint32)
+        return self._pack(self.xp.ascontiguousarray(bits))
+
+    def _bool2d(self, x: Any, where: str) -> Any:
+        X = self.asnative(x, where)
+        if X.ndim != 2:
+            raise ValueError(f"{where}: expected a 2-D bool array, got shape {tuple(X.shape)}")
+        if X.dtype != np.bool_:
+            raise TypeError(f"{where}: expected dtype bool, got {X.dtype.name}")
+        return X
+
+    def andor_matmul(self, a: Any, b: Any) -> Any:
+        """Boolean product (OR of ANDs) of bool arrays or packed handles; returns bool (m, n)."""
+        kind = _arrays.kind_of(getattr(a, "words", a), getattr(b, "words", b))
+        pa = a if isinstance(a, PackedRows) else self.pack_rows(a)
+        pb = b if isinstance(b, PackedCols) else self.pack_cols(b)
+        if isinstance(a, PackedCols) or isinstance(b, PackedRows):
+            raise TypeError("andor_matmul: a must be PackedRows (pack_rows) and b PackedCols (pack_cols)")
+        if pa.k != pb.k:
+            raise ValueError(f"andor_matmul: shapes {pa.shape} and {pb.shape} are not aligned "
+                             f"({pa.k} != {pb.k})")
+        m, n = pa.shape[0], pb.shape[1]
+        if m == 0 or n == 0 or pa.k == 0:
+            res = self.xp.zeros((m, n), np.bool_)
+        else:
+            res = self._andor(self.xp.ascontiguousarray(self.asnative(pa.words)),
+                              self.xp.ascontiguousarray(self.asnative(pb.words)))
+        return _arrays.to_kind(res, kind)
+
+    def _gemm_bool(self, a, b, sr, c):
+        """lor_land / lxor_land through the packed kernels (one product per batch entry)."""
+        xp = self.xp
+        batch = max(a.shape[0], b.shape[0], 1 if c is None else c.shape[0])
+        kern = self._andor if sr.add_op == "lor" else self._xorand
+        pa = [self._pack(a[i]) for i in range(a.shape[0])]
+        pb = [self._pack(xp.ascontiguousarray(b[i].T)) for i in range(b.shape[0])]
+        d = xp.stack([kern(pa[i % len(pa)], pb[i % len(pb)]) for i in range(batch)])
+        if c is not None:
+            d = (d | c) if sr.add_op == "lor" else (d ^ c)
+        return d
+
+    # ---------------------------------------------------------------- ternary VSA
+    def bind(self, a: TernaryVec, b: TernaryVec) -> TernaryVec:
+        """Elementwise product of trits (batch dimensions broadcast)."""
+        _check_tv(a, "bind", "a"), _check_tv(b, "bind", "b")
+        _same_dim("bind", a, b)
+        shape = _bshape("bind", a.batch_shape, b.batch_shape)
+        ap, an = self._planes2d(a, shape)
+        bp, bn = self._planes2d(b, shape)
+        p, n = self._bind(ap, an, bp, bn)
+        return self._tv_out(p, n, shape, a.dim, a, b)
+
+    def unbind(self, a: TernaryVec, b: TernaryVec) -> TernaryVec:
+        """Same as :meth:`bind`: trits are self-inverse on their support."""
+        return self.bind(a, b)
+
+    def bundle(self, vs: TernaryVec | Sequence[TernaryVec], threshold: int = 1) -> TernaryVec:
+        """Per-element majority: sign(Σ v) where |Σ v| >= threshold, else 0 (exact)."""
+        threshold = _nonneg_int(threshold, "bundle", "threshold")
+        if isinstance(vs, TernaryVec):
+            if vs.pos.ndim < 2:
+                raise ValueError("bundle: a single TernaryVec must be batched (leading dim = vectors)")
+            dim, rest = vs.dim, vs.batch_shape[1:]
+            nvec = vs.batch_shape[0]
+            p = self.asnative(vs.pos).reshape(nvec, -1)
+            n = self.asnative(vs.neg).reshape(nvec, -1)
+            srcs = (vs,)
+        else:
+            vs = list(vs)
+            if not vs:
+                raise ValueError("bundle: no vectors given")
+            for i, v in enumerate(vs):
+                _check_tv(v, "bundle", f"vs[{i}]")
+                _same_dim("bundle", vs[0], v)
+            dim = vs[0].dim
+            rest = _bshape("bundle", *[v.batch_shape for v in vs])
+            nvec = len(vs)
+            xp = self.xp
+            p = xp.stack([self._planes2d(v, rest)[0].reshape(-1) for v in vs])
+            n = xp.stack([self._planes2d(v, rest)[1].reshape(-1) for v in vs])
+            srcs = tuple(vs)
+        words = (dim + 31) // 32
+        if nvec == 0 or p.shape[1] == 0:
+            z = self.xp.zeros(p.shape[1], np.uint32)
+            return self._tv_out(z, z.copy(), rest, dim, *srcs)
+        rp, rn = self._bundle(self.xp.ascontiguousarray(p), self.xp.ascontiguousarray(n),
+                              max(threshold, 1))
+        del words
+        return self._tv_out(rp, rn, rest, dim, *srcs)
+
+    def dot(self, a: TernaryVec, b: TernaryVec) -> Any:
+        """Exact integer dot product; batched: result shape a.batch_shape + b.batch_shape."""
+        _check_tv(a, "dot", "a"), _check_tv(b, "dot", "b")
+        _same_dim("dot", a, b)
+        ap, an = self._flat(a)
+        bp, bn = self._flat(b)
+        if ap.shape[0] == 0 or bp.shape[0] == 0:
+            r = self.xp.zeros((ap.shape[0], bp.shape[0]), np.int64)
+        else:
+            r = self._dot(ap, an, bp, bn)
+        r = r.reshape(a.batch_shape + b.batch_shape)
+        if r.ndim == 0:
+            return int(r)
+        return _arrays.to_kind(r, _arrays.kind_of(a.pos, b.pos))
+
+    def cosine(self, a: TernaryVec, b: TernaryVec) -> Any:
+        """dot / sqrt(nnz(a) nnz(b)); 0.0 where either vector is all zero."""
+        d = self.dot(a, b)
+        xp = self.xp
+        na = self._nnz(*self._flat(a)).reshape(a.batch_shape).astype(np.float64)
+        nb = self._nnz(*self._flat(b)).reshape(b.batch_shape).astype(np.float64)
+        den = xp.sqrt(xp.multiply.outer(na, nb))
+        dd = xp.asarray(self.asnative(d) if not isinstance(d, int) else d, dtype=np.float64)
+        res = xp.where(den > 0, dd / xp.where(den > 0, den, 1.0), 0.0)
+        if res.ndim == 0:
+            return float(res)
+        return _arrays.to_kind(res, _arrays.kind_of(a.pos, b.pos))
+
+    def permute(self, a: TernaryVec, shifts: int = 1) -> TernaryVec:
+        """Cyclic shift of the trits: element i moves to (i + shifts) mod dim (torch.roll)."""
+        _check_tv(a, "permute", "a")
+        s = operator.index(shifts) % a.dim if a.dim else 0
+        p, n = self._flat(a)
+        if s == 0 or p.shape[0] == 0:
+            return self._tv_out(p.copy(), n.copy(), a.batch_shape, a.dim, a)
+        rp, rn = self._permute(p, n, a.dim, s)
+        return self._tv_out(rp, rn, a.batch_shape, a.dim, a)
+
+    def search(self, query: TernaryVec, memory: TernaryVec, k: int = 1) -> tuple[Any, Any]:
+        """The k rows of ``memory`` with the largest dot with ``query``: (indices, scores)."""
+        _check_tv(query, "search", "query"), _check_tv(memory, "search", "memory")
+        _same_dim("search", query, memory)
+        if memory.pos.ndim != 2:
+            raise ValueError(f"search: memory must be a batch of vectors (rows, words), got batch "
+                             f"shape {memory.batch_shape}")
+        k = operator.index(k)
+        rows = memory.batch_shape[0]
+        if not 1 <= k <= rows:
+            raise ValueError(f"search: k={k} must be between 1 and the {rows} rows of memory")
+        qp, qn = self._flat(query)
+        mp, mn = self._flat(memory)
+        scores = self._dot(qp, qn, mp, mn)
+        idx, vals = self._topk(scores, k)
+        shape = query.batch_shape + (k,)
+        kind = _arrays.kind_of(query.pos, memory.pos)
+        return (_arrays.to_kind(idx.reshape(shape), kind), _arrays.to_kind(vals.reshape(shape), kind))
+
+    def soft_accumulate(self, soft: SoftTernaryVec, hard: TernaryVec) -> SoftTernaryVec:
+        """s <- clamp(s + h) in place; returns ``soft``."""
+        if not isinstance(soft, SoftTernaryVec):
+            raise TypeError(f"accumulate: expected SoftTernaryVec, got {type(soft).__name__}")
+        _check_tv(hard, "accumulate", "hard")
+        _same_dim("accumulate", soft, hard)
+        if _bshape("accumulate", soft.batch_shape, hard.batch_shape) != soft.batch_shape:
+            raise ValueError(f"accumulate: batch shape {hard.batch_shape} does not broadcast to the "
+                             f"counters' {soft.batch_shape}")
+        sg = self.asnative(soft.sign).reshape(-1, soft.words)
+        mg = self.asnative(soft.mag).reshape(soft.bits, -1, soft.words)
+        hp, hn = self._planes2d(hard, soft.batch_shape)
+        if sg.shape[0]:
+            sg, mg = self._accumulate(self.xp.ascontiguousarray(sg), self.xp.ascontiguousarray(mg),
+                                      hp, hn)
+        soft._store(sg.reshape(soft.sign.shape), mg.reshape(soft.mag.shape))
+        return soft
+
+    def soft_harden(self, soft: SoftTernaryVec, threshold: int = 1) -> TernaryVec:
+        """sign(s) where |s| >= threshold else 0, as a TernaryVec."""
+        if not isinstance(soft, SoftTernaryVec):
+            raise TypeError(f"harden: expected SoftTernaryVec, got {type(soft).__name__}")
+        t = max(_nonneg_int(threshold, "harden", "threshold"), 1)
+        sg = self.xp.ascontiguousarray(self.asnative(soft.sign).reshape(-1, soft.words))
+        mg = self.xp.ascontiguousarray(self.asnative(soft.mag).reshape(soft.bits, -1, soft.words))
+        if t > 2 ** soft.bits - 1 or sg.shape[0] == 0:
+            z = self.xp.zeros_like(sg)
+            return self._tv_out(z, z.copy(), soft.batch_shape, soft.dim, soft)
+        p, n = self._harden(sg, mg, t)
+        return self._tv_out(p, n, soft.batch_shape, soft.dim, soft)
+
+    # ---------------------------------------------------------------- helpers
+    def _flat(self, v: TernaryVec) -> tuple[Any, Any]:
+        xp = self.xp
+        w = v.words
+        return (xp.ascontiguousarray(self.asnative(v.pos).reshape(-1, w)),
+                xp.ascontiguousarray(self.asnative(v.neg).reshape(-1, w)))
+
+    def _planes2d(self, v: TernaryVec, shape: tuple) -> tuple[Any, Any]:
+        xp = self.xp
+        w = v.words
+        out = []
+        for plane in (v.pos, v.neg):
+            x = self.asnative(plane)
+            if tuple(x.shape[:-1]) != tuple(shape):
+                x = xp.broadcast_to(x, tuple(shape) + (w,))
+            out.append(xp.ascontiguousarray(x).reshape(-1, w))
+        return out[0], out[1]
+
+    def _tv_out(self, p, n, shape, dim, *srcs) -> TernaryVec:
+        kind = _arrays.kind_of(*[s.pos if isinstance(s, TernaryVec) else s.sign for s in srcs])
+        w = (dim + 31) // 32
+        shape = tuple(shape) + (w,)
+        return TernaryVec._trusted(_arrays.to_kind(p.reshape(shape), kind),
+                                   _arrays.to_kind(n.reshape(shape), kind), dim)
+
+    # default kernels shared by every backend (overridable)
+    def _nnz(self, p, n):
+        xp = self.xp
+        return xp.bitwise_count(p | n).sum(axis=-1, dtype=np.int64)
+
+    def _topk(self, scores, k):
+        xp = self.xp
+        order = xp.argsort(-scores, axis=-1, kind="stable")[:, :k]
+        return order.astype(np.int64), xp.take_along_axis(scores, order, axis=-1)
+
+
+def _broadcast_batch(where, x, y, sx, sy):
+    if x == y or y == 1:
+        return x
+    if x == 1:
+        return y
+    raise ValueError(f"{where}: batch dimensions of shapes {tuple(sx)} and {tuple(sy)} do not "
+                     f"broadcast ({x} vs {y})")
+
+
+def _check_tv(v, where, name):
+    if not isinstance(v, TernaryVec):
+        raise TypeError(f"{where}: {name} must be a TernaryVec (TernaryVec.from_array), "
+                        f"got {type(v).__name__}")
+
+
+def _same_dim(where, a, b):
+    if a.dim != b.dim:
+        raise ValueError(f"{where}: dimension mismatch ({a.dim} != {b.dim})")
+
+
+def _bshape(where, *shapes):
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise ValueError(f"{where}: batch shapes {', '.join(map(str, shapes))} do not broadcast") from None
+
+
+def _nonneg_int(x, where, name):
+    try:
+        v = operator.index(x)
+    except TypeError:
+        if isinstance(x, float) and x.is_integer():
+            v = int(x)
+        else:
+            raise TypeError(f"{where}: {name} must be an integer, got {x!r}") from None
+    if v < 0:
+        raise ValueError(f"{where}: {name} must be >= 0, got {v}")
+    return v
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+__all__ = ["Backend", "ceil_div"]

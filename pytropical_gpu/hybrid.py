@@ -1,0 +1,252 @@
+"""HybridContext: route each call by size to the CPU or the best GPU backend.
+
+Small problems lose more to launch and transfer latency than they gain from a GPU, so below a
+per-operation threshold work runs on numpy. "auto" picks cuda when CuPy sees a device, else a
+*hardware* wgpu adapter; a software adapter (llvmpipe, adapter type CPU) is never chosen.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import _arrays
+from .backends import Backend, get_backend, probe
+from .packed import PackedCols, PackedRows
+from .semirings import Semiring
+from .vsa import SoftTernaryVec, TernaryVec
+
+log = logging.getLogger("pytropical_gpu")
+
+#: Default crossovers (work items: m*n*k for GEMM, words for VSA); calibrate() measures real ones.
+DEFAULT_THRESHOLDS: dict[str, int] = {
+    "matmul": 1 << 21, "andor_matmul": 1 << 24, "bind": 1 << 20, "bundle": 1 << 20,
+    "dot": 1 << 20, "search": 1 << 20, "permute": 1 << 20, "accumulate": 1 << 20,
+    "harden": 1 << 20, "pack": 1 << 22,
+}
+
+
+def _hardware_gpu() -> str | None:
+    if probe("cuda")[0]:
+        return "cuda"
+    try:
+        from .backends.wgpu import hardware_available
+    except ImportError:  # pragma: no cover
+        return None
+    return "wgpu" if hardware_available()[0] else None
+
+
+class HybridContext:
+    """Routes operations to cpu or a GPU backend by problem size.
+
+    Parameters
+    ----------
+    backend : "auto" | "cpu" | "wgpu" | "cuda"
+        "auto" routes by size; a name pins every call to that backend.
+    cpu_threshold : int, optional
+        One crossover (work items) for every operation; default: per-operation table.
+
+    >>> ctx = HybridContext(backend="cpu")
+    >>> ctx.route("matmul", 10**9)
+    'cpu'
+    """
+
+    def __init__(self, backend: str = "auto", cpu_threshold: int | None = None):
+        if backend not in ("auto", "cpu", "wgpu", "cuda"):
+            raise ValueError(f"HybridContext: backend must be auto, cpu, wgpu or cuda; got {backend!r}")
+        if backend != "auto":
+            get_backend(backend)  # raise now, with the reason, if it cannot run
+        self.backend = backend
+        self.thresholds = dict(DEFAULT_THRESHOLDS)
+        if cpu_threshold is not None:
+            self.thresholds = {k: int(cpu_threshold) for k in self.thresholds}
+        self._gpu: str | None | bool = False  # False: not looked up yet
+
+    @property
+    def gpu(self) -> str | None:
+        """The GPU backend "auto" would use, or None (no CUDA device, no hardware adapter)."""
+        if self._gpu is False:
+            self._gpu = _hardware_gpu()
+        return self._gpu  # type: ignore[return-value]
+
+    def route(self, op: str, size: int) -> str:
+        """Which backend ``op`` on ``size`` work items would run on."""
+        if self.backend != "auto":
+            return self.backend
+        gpu = self.gpu
+        if gpu is None or size < self.thresholds.get(op, DEFAULT_THRESHOLDS["matmul"]):
+            return "cpu"
+        return gpu
+
+    def _pick(self, op: str, size: int, *arrays: Any) -> Backend:
+        if self.backend == "auto" and any(_arrays.is_cupy(x) for x in arrays) and probe("cuda")[0]:
+            return get_backend("cuda")  # data already on the device: no host round trip
+        return get_backend(self.route(op, size))
+
+    # ------------------------------------------------------------------ device residency
+    def to_device(self, x: Any) -> Any:
+        """Keep ``x`` on the GPU across calls (cupy arrays / cupy-backed TernaryVec on cuda)."""
+        if self.gpu != "cuda":
+            return x
+        if isinstance(x, TernaryVec):
+            return TernaryVec._trusted(_arrays.to_cupy(x.pos), _arrays.to_cupy(x.neg), x.dim)
+        if isinstance(x, SoftTernaryVec):
+            return x.to_device()
+        if isinstance(x, (PackedRows, PackedCols)):
+            return type(x)(_arrays.to_cupy(x.words), x.k)
+        return _arrays.to_cupy(x)
+
+    def to_host(self, x: Any) -> Any:
+        """Bring ``x`` back as numpy (TernaryVec/packed handles keep their type)."""
+        if isinstance(x, TernaryVec):
+            return TernaryVec._trusted(_arrays.to_numpy(x.pos), _arrays.to_numpy(x.neg), x.dim)
+        if isinstance(x, (PackedRows, PackedCols)):
+            return type(x)(_arrays.to_numpy(x.words), x.k)
+        if isinstance(x, SoftTernaryVec):
+            x.sign, x.mag = _arrays.to_numpy(x.sign), _arrays.to_numpy(x.mag)
+            return x
+        return _arrays.to_numpy(x)
+
+    # ------------------------------------------------------------------ calibration
+    def calibrate(self, repeats: int = 3, cache: bool = True) -> dict[str, int]:
+        """Measure the cpu/GPU crossover for matmul and the VSA ops; sets and returns thresholds."""
+        gpu = self.gpu
+        if gpu is None:
+            log.info("calibrate: no hardware GPU backend, everything stays on cpu")
+            return dict(self.thresholds)
+        cpu, dev = get_backend("cpu"), get_backend(gpu)
+        rng = np.random.default_rng(0)
+
+        def best(f):
+            f()
+            ts = []
+            for _ in range(repeats):
+                t = time.perf_counter()
+                f()
+                ts.append(time.perf_counter() - t)
+            return min(ts)
+
+        for s in (32, 64, 128, 256, 512, 1024):
+            a = rng.random((s, s), dtype=np.float32)
+            if best(lambda be=dev, a=a: be.matmul(a, a, "min_plus")) < best(
+                    lambda be=cpu, a=a: be.matmul(a, a, "min_plus")):
+                self.thresholds["matmul"] = s ** 3
+                break
+        for w in (1 << 10, 1 << 13, 1 << 16, 1 << 19):
+            v = TernaryVec.random(32 * w, seed=1)
+            if best(lambda be=dev: be.bind(v, v)) < best(lambda be=cpu: be.bind(v, v)):
+                for op in ("bind", "bundle", "dot", "search", "permute", "accumulate", "harden"):
+                    self.thresholds[op] = w
+                break
+        if cache:
+            _save_cache(gpu, self.thresholds)
+        return dict(self.thresholds)
+
+    # ------------------------------------------------------------------ operations
+    def matmul(self, a: Any, b: Any, semiring: str | Semiring = "max_plus", *, c: Any = None,
+               out: Any = None, return_argmax: bool = False, backend: str | None = None) -> Any:
+        """See :func:`pytropical_gpu.matmul`."""
+        be = self._choose(backend, "matmul", _gemm_size(a, b), a, b)
+        return be.matmul(a, b, semiring, c=c, out=out, return_argmax=return_argmax)
+
+    def pack_rows(self, a: Any, *, backend: str | None = None) -> PackedRows:
+        return self._choose(backend, "pack", _size(a), a).pack_rows(a)
+
+    def pack_cols(self, b: Any, *, backend: str | None = None) -> PackedCols:
+        return self._choose(backend, "pack", _size(b), b).pack_cols(b)
+
+    def andor_matmul(self, a: Any, b: Any, *, backend: str | None = None) -> Any:
+        sa, sb = _shape2(a), _shape2(b)
+        size = sa[0] * sb[1] * max(sa[1], 1) // 32
+        return self._choose(backend, "andor_matmul", size, getattr(a, "words", a),
+                            getattr(b, "words", b)).andor_matmul(a, b)
+
+    def bind(self, a: TernaryVec, b: TernaryVec, *, backend: str | None = None) -> TernaryVec:
+        return self._choose(backend, "bind", _tv_size(a, b), *_tv_arrays(a, b)).bind(a, b)
+
+    def unbind(self, a: TernaryVec, b: TernaryVec, *, backend: str | None = None) -> TernaryVec:
+        return self._choose(backend, "bind", _tv_size(a, b), *_tv_arrays(a, b)).unbind(a, b)
+
+    def bundle(self, vs: TernaryVec | Sequence[TernaryVec], threshold: int = 1, *,
+               backend: str | None = None) -> TernaryVec:
+        items = [vs] if isinstance(vs, TernaryVec) else list(vs)
+        be = self._choose(backend, "bundle", _tv_size(*items), *_tv_arrays(*items))
+        return be.bundle(vs if isinstance(vs, TernaryVec) else items, threshold)
+
+    def dot(self, a: TernaryVec, b: TernaryVec, *, backend: str | None = None) -> Any:
+        return self._choose(backend, "dot", _tv_size(a, b), *_tv_arrays(a, b)).dot(a, b)
+
+    def cosine(self, a: TernaryVec, b: TernaryVec, *, backend: str | None = None) -> Any:
+        return self._choose(backend, "dot", _tv_size(a, b), *_tv_arrays(a, b)).cosine(a, b)
+
+    def permute(self, a: TernaryVec, shifts: int = 1, *, backend: str | None = None) -> TernaryVec:
+        return self._choose(backend, "permute", _tv_size(a), *_tv_arrays(a)).permute(a, shifts)
+
+    def search(self, query: TernaryVec, memory: TernaryVec, k: int = 1, *,
+               backend: str | None = None) -> tuple[Any, Any]:
+        be = self._choose(backend, "search", _tv_size(query, memory), *_tv_arrays(query, memory))
+        return be.search(query, memory, k)
+
+    dot_similarity = dot
+    cosine_similarity = cosine
+
+    def _choose(self, backend: str | None, op: str, size: int, *arrays: Any) -> Backend:
+        if backend is not None:
+            return get_backend(backend)
+        return self._pick(op, size, *arrays)
+
+    def __repr__(self) -> str:
+        return f"HybridContext(backend={self.backend!r}, gpu={self.gpu!r})"
+
+
+def _size(x: Any) -> int:
+    return int(np.prod(getattr(x, "shape", np.shape(x))))
+
+
+def _shape2(x: Any) -> tuple[int, int]:
+    s = tuple(getattr(x, "shape", np.shape(x)))
+    return (s + (1, 1))[:2] if len(s) < 2 else s[-2:]  # type: ignore[return-value]
+
+
+def _gemm_size(a: Any, b: Any) -> int:
+    sa = tuple(getattr(a, "shape", np.shape(a)))
+    sb = tuple(getattr(b, "shape", np.shape(b)))
+    if len(sa) < 2 or len(sb) < 2:
+        return 0
+    batch = max(sa[0] if len(sa) == 3 else 1, sb[0] if len(sb) == 3 else 1)
+    return batch * sa[-2] * sa[-1] * sb[-1]
+
+
+def _tv_arrays(*vs: Any) -> list:
+    return [v.pos for v in vs if isinstance(v, TernaryVec)]
+
+
+def _tv_size(*vs: Any) -> int:
+    return sum(int(v.pos.size) for v in vs if isinstance(v, TernaryVec))
+
+
+def _cache_path() -> Path:
+    try:
+        import platformdirs
+
+        return Path(platformdirs.user_cache_dir("pytropical_gpu")) / "calibration.json"
+    except ImportError:
+        return Path(os.path.expanduser("~/.cache/pytropical_gpu/calibration.json"))
+
+
+def _save_cache(gpu: str, thresholds: dict[str, int]) -> None:
+    p = _cache_path()
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        data = json.loads(p.read_text()) if p.exists() else {}
+        data[gpu] = thresholds
+        p.write_text(json.dumps(data, indent=1))
+    except OSError as e:  # a read-only home must not break calibration
+        log.warning("calibrate: cannot write %s (%s)", p, e)

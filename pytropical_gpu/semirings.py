@@ -1,0 +1,173 @@
+"""The semiring registry, after python-graphblas: a monoid (⊕, its identity) and a multiply op (⊗).
+
+Every builtin semiring has one precise scalar semantics, implemented here in numpy (the reference)
+and re-implemented by each GPU backend from the operator names (``add_op``, ``mul_op``):
+
+* ``min``/``max`` based ⊕ over float: the zero is ±inf; over int32 it is INT_MAX/INT_MIN.
+* "guarded" ⊗ (``plus`` or ``times`` under a min/max ⊕): if either operand equals the semiring zero
+  the product is the zero (absorbing: ``inf + x = inf``, ``INT_MIN ⊗ x = INT_MIN``). Otherwise the
+  float result is IEEE ``a + b`` / ``a * b`` with a NaN result (``-inf * 0``, ``inf + -inf``)
+  replaced by the zero; int32 ``plus`` saturates to [INT_MIN, INT_MAX] (no wrap-around) and int32
+  ``times`` wraps like numpy's int32 multiply.
+* ``plus_times`` is ordinary arithmetic (numpy's: int32 wraps, floats IEEE).
+* boolean ⊕/⊗ are logical; ``bor``/``bxor``/``band`` are bitwise on unsigned words.
+
+A user-defined :class:`Semiring` carries numpy ufuncs (cpu) plus WGSL and CUDA expressions in the
+variables ``a`` and ``b`` that the GPU backends splice into their kernel templates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+__all__ = ["Semiring", "get_semiring", "semiring_names", "SemiringName"]
+
+SemiringName = Literal[
+    "plus_times", "min_plus", "tropical_min", "max_plus", "tropical", "min_times", "max_times",
+    "min_max", "max_min", "lor_land", "or_and", "lxor_land", "xor_and", "gf2", "bor_band", "bitwise",
+    "bxor_band",
+]
+
+_FLOATS = ("float32", "float64")
+_NUMERIC = ("float32", "float64", "int32")
+
+
+@dataclass(frozen=True, eq=False)
+class Semiring:
+    """A semiring (⊕, ⊗, zero, one) usable on every backend.
+
+    Parameters
+    ----------
+    name : str
+        Registry-style name, e.g. ``"min_plus"``.
+    add, mul : numpy ufunc
+        ⊕ and ⊗ for the cpu backend. ``add`` must be associative and commutative with identity
+        ``zero``; it needs ``.reduce`` (any numpy ufunc has it).
+    zero, one : scalar
+        Identities of ⊕ and ⊗. For integer dtypes ``±inf`` means the dtype's max/min.
+    dtypes : tuple of str
+        Accepted dtypes (numpy names).
+    wgsl_add, wgsl_mul, cuda_add, cuda_mul : str, optional
+        Expressions in ``a`` and ``b`` (of the element type) for the GPU backends, e.g.
+        ``"min(a, b)"``. Without them the semiring runs on cpu only.
+    selective : bool
+        ⊕ always returns one of its operands (min/max): enables ``return_argmax``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> sr = Semiring("max_min_user", np.maximum, np.minimum, -np.inf, np.inf,
+    ...               wgsl_add="max(a, b)", wgsl_mul="min(a, b)", selective=True)
+    >>> sr.zero_for(np.float32)
+    np.float32(-inf)
+    """
+
+    name: str
+    add: Callable[..., Any]
+    mul: Callable[..., Any]
+    zero: Any
+    one: Any
+    dtypes: tuple[str, ...] = ("float32", "float64", "int32")
+    wgsl_add: str | None = None
+    wgsl_mul: str | None = None
+    cuda_add: str | None = None
+    cuda_mul: str | None = None
+    selective: bool = False
+    # Builtins only: operator names the GPU backends translate (see module docstring).
+    add_op: str | None = None
+    mul_op: str | None = None
+    builtin: bool = False
+    aliases: tuple[str, ...] = field(default=())
+
+    @property
+    def guarded(self) -> bool:
+        """True when ⊗ treats the zero as absorbing (min/max ⊕ with plus/times ⊗)."""
+        return self.add_op in ("min", "max") and self.mul_op in ("plus", "times")
+
+    def zero_for(self, dtype: Any) -> np.generic:
+        """The ⊕ identity as a scalar of ``dtype`` (±inf become the integer extremes)."""
+        return _scalar(self.zero, np.dtype(dtype))
+
+    def one_for(self, dtype: Any) -> np.generic:
+        """The ⊗ identity as a scalar of ``dtype``."""
+        return _scalar(self.one, np.dtype(dtype))
+
+    def check_dtype(self, dtype: Any, where: str = "matmul") -> np.dtype:
+        """Return ``dtype`` as np.dtype, or raise TypeError naming the accepted ones."""
+        dt = np.dtype(dtype)
+        if dt.name not in self.dtypes:
+            raise TypeError(
+                f"{where}: semiring {self.name!r} does not accept dtype {dt.name}; "
+                f"accepted: {', '.join(self.dtypes)}"
+            )
+        return dt
+
+    def __repr__(self) -> str:
+        return f"Semiring({self.name!r})"
+
+
+def _scalar(value: Any, dt: np.dtype) -> np.generic:
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        if isinstance(value, float) and np.isinf(value):
+            return dt.type(info.max if value > 0 else info.min)
+        if isinstance(value, bool) and dt.kind == "u":
+            return dt.type(info.max if value else 0)
+    return dt.type(value)
+
+
+_REGISTRY: dict[str, Semiring] = {}
+
+
+def _register(sr: Semiring) -> None:
+    _REGISTRY[sr.name] = sr
+    for alias in sr.aliases:
+        _REGISTRY[alias] = sr
+
+
+def _builtin(name, add, mul, zero, one, dtypes, add_op, mul_op, aliases=(), selective=False):
+    _register(Semiring(name, add, mul, zero, one, dtypes, selective=selective, add_op=add_op,
+                       mul_op=mul_op, builtin=True, aliases=tuple(aliases)))
+
+
+_INF = float("inf")
+_builtin("plus_times", np.add, np.multiply, 0, 1, _NUMERIC, "plus", "times")
+_builtin("min_plus", np.minimum, np.add, _INF, 0, _NUMERIC, "min", "plus", ["tropical_min"], True)
+_builtin("max_plus", np.maximum, np.add, -_INF, 0, _NUMERIC, "max", "plus", ["tropical"], True)
+_builtin("min_times", np.minimum, np.multiply, _INF, 1, _NUMERIC, "min", "times", (), True)
+_builtin("max_times", np.maximum, np.multiply, -_INF, 1, _NUMERIC, "max", "times", (), True)
+_builtin("min_max", np.minimum, np.maximum, _INF, -_INF, _NUMERIC, "min", "max", (), True)
+_builtin("max_min", np.maximum, np.minimum, -_INF, _INF, _NUMERIC, "max", "min", (), True)
+_builtin("lor_land", np.logical_or, np.logical_and, False, True, ("bool",), "lor", "land", ["or_and"])
+_builtin("lxor_land", np.logical_xor, np.logical_and, False, True, ("bool",), "lxor", "land",
+         ["xor_and", "gf2"])
+_builtin("bor_band", np.bitwise_or, np.bitwise_and, 0, True, ("uint32", "uint64"), "bor", "band",
+         ["bitwise"])
+_builtin("bxor_band", np.bitwise_xor, np.bitwise_and, 0, True, ("uint32", "uint64"), "bxor", "band")
+
+
+def semiring_names() -> list[str]:
+    """All registered names, aliases included, sorted."""
+    return sorted(_REGISTRY)
+
+
+def get_semiring(semiring: str | Semiring) -> Semiring:
+    """Resolve a name, alias or :class:`Semiring` object.
+
+    >>> get_semiring("tropical").name
+    'max_plus'
+    """
+    if isinstance(semiring, Semiring):
+        return semiring
+    if not isinstance(semiring, str):
+        raise TypeError(f"semiring must be a name or a Semiring, got {type(semiring).__name__}")
+    try:
+        return _REGISTRY[semiring]
+    except KeyError:
+        raise ValueError(
+            f"unknown semiring {semiring!r}; known: {', '.join(semiring_names())}"
+        ) from None

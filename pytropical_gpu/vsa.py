@@ -1,0 +1,235 @@
+"""Bitsliced ternary hypervectors: two bit planes per vector, 32 trits per uint32 word.
+
+A trit t ∈ {−1, 0, +1} is stored as bit ``pos`` (t = +1) and bit ``neg`` (t = −1), LSB first; tail
+bits past ``dim`` are zero and a bit set in both planes is invalid. Leading batch dimensions are
+allowed: ``pos.shape == (..., words)``. The operations (bind, bundle, dot, ...) live in the backends
+and are reached through the module-level verbs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import _arrays
+
+
+def words_for(dim: int) -> int:
+    return (dim + 31) // 32
+
+
+def _tail_mask(dim: int) -> np.uint32:
+    r = dim % 32
+    return np.uint32(0xFFFFFFFF if r == 0 else (1 << r) - 1)
+
+
+class TernaryVec:
+    """A (batch of) ternary hypervector(s) stored as ``pos``/``neg`` uint32 bit planes.
+
+    Shapes:
+        pos, neg: (*batch, ceil(dim/32)) uint32
+
+    >>> v = TernaryVec.from_array(np.array([1, 0, -1, 1], dtype=np.int8))
+    >>> v.to_array().tolist(), v.dim
+    ([1, 0, -1, 1], 4)
+    """
+
+    __slots__ = ("pos", "neg", "dim")
+
+    def __init__(self, pos: Any, neg: Any, dim: int):
+        xp = _arrays.xp_of(pos)
+        if _arrays.xp_of(neg) is not xp:
+            raise TypeError("TernaryVec: pos and neg must be the same array kind")
+        if pos.dtype != np.uint32 or neg.dtype != np.uint32:
+            raise TypeError(f"TernaryVec: planes must be uint32, got {pos.dtype} and {neg.dtype}")
+        if pos.shape != neg.shape or pos.ndim < 1:
+            raise ValueError(f"TernaryVec: plane shapes differ or are 0-d: {pos.shape} vs {neg.shape}")
+        dim = int(dim)
+        if dim < 0 or pos.shape[-1] != words_for(dim):
+            raise ValueError(f"TernaryVec: dim {dim} needs {words_for(dim)} words, planes have "
+                             f"{pos.shape[-1]}")
+        if pos.size and bool((pos & neg).any()):
+            raise ValueError("TernaryVec: invalid trit: a bit is set in both pos and neg")
+        if pos.size and dim % 32:
+            m = ~_tail_mask(dim)
+            if bool(((pos[..., -1] | neg[..., -1]) & m).any()):
+                raise ValueError(f"TernaryVec: tail bits past dim {dim} must be zero")
+        self.pos, self.neg, self.dim = pos, neg, dim
+
+    @classmethod
+    def _trusted(cls, pos: Any, neg: Any, dim: int) -> TernaryVec:
+        """Wrap planes a backend produced (already valid) without re-checking."""
+        v = object.__new__(cls)
+        v.pos, v.neg, v.dim = pos, neg, int(dim)
+        return v
+
+    @property
+    def words(self) -> int:
+        return int(self.pos.shape[-1])
+
+    @property
+    def batch_shape(self) -> tuple[int, ...]:
+        return tuple(self.pos.shape[:-1])
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Trit-array shape: ``batch_shape + (dim,)``."""
+        return self.batch_shape + (self.dim,)
+
+    def __len__(self) -> int:
+        if not self.batch_shape:
+            raise TypeError("len() of an unbatched TernaryVec")
+        return self.batch_shape[0]
+
+    def __getitem__(self, i: Any) -> TernaryVec:
+        if not self.batch_shape:
+            raise IndexError("indexing an unbatched TernaryVec")
+        if isinstance(i, tuple) and len(i) > len(self.batch_shape):
+            raise IndexError("too many indices for the batch dimensions")
+        p, n = self.pos[i], self.neg[i]
+        if p.ndim == 0 or p.shape[-1] != self.words:
+            raise IndexError("indices may only select batch entries, not words")
+        return TernaryVec._trusted(p, n, self.dim)
+
+    def __repr__(self) -> str:
+        return f"TernaryVec(dim={self.dim}, batch={self.batch_shape})"
+
+    @classmethod
+    def from_array(cls, trits: Any) -> TernaryVec:
+        """Pack an int array of trits in {-1, 0, +1} (last axis = dim). cupy in, cupy planes."""
+        xp = _arrays.xp_of(trits)
+        t = trits if xp is not np else np.asarray(trits)
+        if t.ndim < 1:
+            raise ValueError("TernaryVec.from_array: expected at least 1-D, got a scalar")
+        if t.dtype.kind not in "iub":
+            raise TypeError(f"TernaryVec.from_array: expected integer trits, got dtype {t.dtype}")
+        if t.size and bool(((t < -1) | (t > 1)).any()):
+            bad = t[(t < -1) | (t > 1)].ravel()[:5]
+            raise ValueError(f"TernaryVec.from_array: invalid trit values {bad.tolist()} "
+                             "(expected -1, 0 or +1)")
+        return cls._trusted(_pack_bits(t > 0, xp), _pack_bits(t < 0, xp), t.shape[-1])
+
+    def to_array(self) -> Any:
+        """The trits as an int8 array of shape ``batch_shape + (dim,)``."""
+        xp = _arrays.xp_of(self.pos)
+        p = _unpack_bits(self.pos, self.dim, xp)
+        n = _unpack_bits(self.neg, self.dim, xp)
+        return p.astype(np.int8) - n.astype(np.int8)
+
+    @classmethod
+    def random(cls, dim: int, density: float = 1.0, seed: Any = None,
+               batch: tuple[int, ...] | int = ()) -> TernaryVec:
+        """Random trits: non-zero with probability ``density``, then ±1 with equal odds."""
+        if not 0.0 <= float(density) <= 1.0:
+            raise ValueError(f"TernaryVec.random: density must be in [0, 1], got {density}")
+        if int(dim) < 0:
+            raise ValueError(f"TernaryVec.random: dim must be >= 0, got {dim}")
+        batch = (batch,) if isinstance(batch, int) else tuple(batch)
+        rng = np.random.default_rng(seed)
+        shape = batch + (int(dim),)
+        nz = rng.random(shape) < density
+        sign = rng.random(shape) < 0.5
+        return cls._trusted(_pack_bits(nz & sign, np), _pack_bits(nz & ~sign, np), int(dim))
+
+    def copy(self) -> TernaryVec:
+        return TernaryVec._trusted(self.pos.copy(), self.neg.copy(), self.dim)
+
+
+def _pack_bits(bits: Any, xp: Any) -> Any:
+    """bool (..., dim) -> uint32 (..., ceil(dim/32)), LSB first."""
+    dim = bits.shape[-1]
+    w = words_for(dim)
+    pad = w * 32 - dim
+    if pad:
+        bits = xp.concatenate([bits, xp.zeros(bits.shape[:-1] + (pad,), bool)], axis=-1)
+    by = xp.packbits(bits.reshape(bits.shape[:-1] + (w * 32,)), axis=-1, bitorder="little")
+    return xp.ascontiguousarray(by).view(np.uint32).reshape(bits.shape[:-1] + (w,)) if w else \
+        xp.zeros(bits.shape[:-1] + (0,), np.uint32)
+
+
+def _unpack_bits(words: Any, dim: int, xp: Any) -> Any:
+    if words.shape[-1] == 0:
+        return xp.zeros(words.shape[:-1] + (dim,), bool)
+    by = xp.ascontiguousarray(words).view(np.uint8)
+    bits = xp.unpackbits(by, axis=-1, bitorder="little")
+    return bits[..., :dim].astype(bool)
+
+
+class SoftTernaryVec:
+    """Saturating signed counters s ∈ [−(2^bits−1), 2^bits−1], stored bit-sliced.
+
+    ``sign`` (*batch, words) marks negative counters; ``mag`` (bits, *batch, words) holds the
+    magnitude, plane j = bit j. Zero is stored with sign 0.
+
+    >>> s = SoftTernaryVec(5, bits=2)
+    >>> h = TernaryVec.from_array(np.array([1, -1, 0, 1, 1], dtype=np.int8))
+    >>> _ = s.accumulate(h, backend="cpu"); _ = s.accumulate(h, backend="cpu")
+    >>> s.to_array().tolist()
+    [2, -2, 0, 2, 2]
+    >>> s.harden(2, backend="cpu").to_array().tolist()
+    [1, -1, 0, 1, 1]
+    """
+
+    __slots__ = ("sign", "mag", "dim", "bits")
+
+    def __init__(self, dim: int, bits: int = 3, *, batch: tuple[int, ...] | int = ()):
+        if int(bits) < 1:
+            raise ValueError(f"SoftTernaryVec: bits must be >= 1, got {bits}")
+        if int(dim) < 0:
+            raise ValueError(f"SoftTernaryVec: dim must be >= 0, got {dim}")
+        batch = (batch,) if isinstance(batch, int) else tuple(batch)
+        self.dim, self.bits = int(dim), int(bits)
+        w = words_for(self.dim)
+        self.sign = np.zeros(batch + (w,), np.uint32)
+        self.mag = np.zeros((self.bits,) + batch + (w,), np.uint32)
+
+    @property
+    def words(self) -> int:
+        return int(self.sign.shape[-1])
+
+    @property
+    def batch_shape(self) -> tuple[int, ...]:
+        return tuple(self.sign.shape[:-1])
+
+    @property
+    def limit(self) -> int:
+        """The saturation bound 2^bits − 1."""
+        return 2 ** self.bits - 1
+
+    def __repr__(self) -> str:
+        return f"SoftTernaryVec(dim={self.dim}, bits={self.bits}, batch={self.batch_shape})"
+
+    def _store(self, sign: Any, mag: Any) -> None:
+        """Write new planes in place (keeps the caller's array kind)."""
+        self.sign[...] = _arrays.to_kind(sign, _arrays.kind_of(self.sign))
+        self.mag[...] = _arrays.to_kind(mag, _arrays.kind_of(self.mag))
+
+    def to_device(self) -> SoftTernaryVec:
+        """Move the planes to the GPU as cupy arrays (accumulate then stays on the device)."""
+        self.sign = _arrays.to_cupy(self.sign)
+        self.mag = _arrays.to_cupy(self.mag)
+        return self
+
+    def to_array(self) -> Any:
+        """The counters as an int32 array of shape ``batch_shape + (dim,)``."""
+        xp = _arrays.xp_of(self.sign)
+        s = xp.zeros(self.batch_shape + (self.dim,), np.int32)
+        for j in range(self.bits):
+            s += _unpack_bits(self.mag[j], self.dim, xp).astype(np.int32) << j
+        neg = _unpack_bits(self.sign, self.dim, xp)
+        return xp.where(neg, -s, s)
+
+    def accumulate(self, hard: TernaryVec, *, backend: str | None = None) -> SoftTernaryVec:
+        """s ← clamp(s + hard), in place; returns self."""
+        from .api import _pick
+
+        return _pick(backend, "accumulate", self.sign.size * self.bits, self.sign).soft_accumulate(
+            self, hard)
+
+    def harden(self, threshold: int = 1, *, backend: str | None = None) -> TernaryVec:
+        """sign(s) where |s| >= threshold else 0."""
+        from .api import _pick
+
+        return _pick(backend, "harden", self.sign.size * self.bits, self.sign).soft_harden(
+            self, threshold)
