@@ -141,7 +141,7 @@ class HybridContext:
                 break
         for w in (1 << 10, 1 << 13, 1 << 16, 1 << 19):
             v = TernaryVec.random(32 * w, seed=1)
-            if best(lambda be=dev: be.bind(v, v)) < best(lambda be=cpu: be.bind(v, v)):
+            if best(lambda be=dev, v=v: be.bind(v, v)) < best(lambda be=cpu, v=v: be.bind(v, v)):
                 for op in ("bind", "bundle", "dot", "search", "permute", "accumulate", "harden"):
                     self.thresholds[op] = w
                 break
