@@ -1,0 +1,47 @@
+"""Shared fixtures: one test body runs on every backend; unavailable backends skip with their reason,
+and ``PYTROPICAL_REQUIRE=wgpu[,cuda]`` turns those skips into failures (CI cannot pass by skipping)."""
+
+from __future__ import annotations
+
+import os
+import random
+
+import numpy as np
+import pytest
+
+from pytropical_gpu.backends import probe
+
+BACKENDS = ["cpu", "wgpu", "cuda"]
+SEED = int(os.environ.get("PYTROPICAL_TEST_SEED", random.randrange(2**31)))
+REQUIRED = {s.strip() for s in os.environ.get("PYTROPICAL_REQUIRE", "").split(",") if s.strip()}
+
+
+def pytest_report_header(config):
+    return [f"pytropical_gpu test seed: PYTROPICAL_TEST_SEED={SEED}",
+            "backends: " + ", ".join(f"{b}={'ok' if probe(b)[0] else 'unavailable'} ({probe(b)[1]})"
+                                     for b in BACKENDS)]
+
+
+def require_backend(name: str) -> str:
+    ok, reason = probe(name)
+    if not ok:
+        if name in REQUIRED:
+            pytest.fail(f"backend {name} is required (PYTROPICAL_REQUIRE) but unavailable: {reason}")
+        pytest.skip(f"backend {name} unavailable: {reason}")
+    return name
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request) -> str:
+    """Name of a usable backend (the suite runs once per backend)."""
+    return require_backend(request.param)
+
+
+@pytest.fixture
+def rng(request) -> np.random.Generator:
+    """A generator seeded from the session seed and the test's name (reproducible per test)."""
+    return np.random.default_rng([SEED, abs(hash(request.node.name)) % (2**31)])
+
+
+def supports_f64(backend: str) -> bool:
+    return backend != "wgpu"
