@@ -213,8 +213,8 @@ def print_table(rows: Iterable[Result | Mapping[str, Any]], file=None) -> None:
 def git_commit(path: Path | str | None = None) -> str | None:
     """The current git commit of the checkout holding ``path`` (None outside a git checkout)."""
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=str(path or RESULTS_DIR.parent), capture_output=True,
-                             text=True, timeout=10)
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=str(path or RESULTS_DIR.parent),
+                             capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None
     if out.returncode != 0:
