@@ -108,10 +108,11 @@ class CpuBackend(Backend):
 
     # ------------------------------------------------------------------ ternary VSA
     def _bind(self, ap, an, bp, bn):
+        shape = ap.shape
         ap, an, bp, bn = (bitslice.as64(x) for x in (ap, an, bp, bn))
         p = (ap & bp) | (an & bn)
         n = (ap & bn) | (an & bp)
-        return bitslice.as32(p, ap.shape), bitslice.as32(n, ap.shape)
+        return bitslice.as32(p, shape), bitslice.as32(n, shape)
 
     def _bundle(self, p, n, threshold):
         return bitslice.bundle(p, n, threshold)
