@@ -41,7 +41,8 @@ class CpuBackend(Backend):
         n = b.shape[2]
         dt = a.dtype
         if sr.name == "plus_times" and dt.kind == "f" and not argmax:
-            d = np.matmul(a, b)
+            with np.errstate(invalid="ignore", over="ignore"):  # inf * 0: IEEE NaN, as BLAS
+                d = np.matmul(a, b)
             if d.shape[0] != batch:
                 d = np.broadcast_to(d, (batch, m, n)).copy()
             return (d if c is None else d + c), None
