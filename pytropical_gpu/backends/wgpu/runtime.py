@@ -1,0 +1,206 @@
+"""The WebGPU runtime interface: the only place the backend touches a WebGPU implementation.
+
+Everything above this module (kernels, templates, tiling, pipeline caching, buffer pooling) talks to
+one :class:`Runtime` object and never imports ``wgpu`` or ``dawn`` itself. An implementation wraps
+one adapter and one device; ``runtime_wgpupy.py`` does it with wgpu-py (``PYTROPICAL_WEBGPU=wgpu``,
+the default), a later ``runtime_dawn.py`` with pydawn (``PYTROPICAL_WEBGPU=dawn``).
+
+The model is deliberately small:
+
+* **Buffers** are opaque handles of a fixed byte size with usage STORAGE | COPY_SRC | COPY_DST.
+  They are written from host memory (:meth:`Runtime.write`), read back (:meth:`Runtime.read`) and
+  copied on the device (:class:`Copy`). Sizes and offsets are multiples of 4.
+* **Pipelines** are compute pipelines compiled from one WGSL source with entry point ``main`` and
+  an automatic layout over bind group 0 (:meth:`Runtime.compile`).
+* **Commands**: a list of :class:`Dispatch` and :class:`Copy` is recorded into one command encoder,
+  in order, and submitted once (:meth:`Runtime.submit`). Each dispatch binds an optional uniform
+  block at ``@binding(0)`` (``params``: raw little-endian bytes, the runtime owns and recycles the
+  uniform memory) and its storage buffers at ``@binding(1)``, ``@binding(2)``, ... in order.
+* **Synchronisation**: :meth:`Runtime.read` returns only after all submitted work that writes the
+  buffer finished; :meth:`Runtime.sync` waits for all submitted work.
+
+An implementation module (``runtime_wgpupy.py``, ``runtime_dawn.py``) exports three functions:
+``probe() -> (ok, reason)`` (is the library importable and is there any adapter; creates no device),
+``list_adapters() -> list[AdapterInfo]`` and ``create() -> Runtime`` (hardware adapter first, a
+software one only when no hardware adapter exists; env ``PYTROPICAL_WGPU_ADAPTER`` = substring of the
+adapter name picks one explicitly).
+
+Limits (:class:`Limits`) are the adapter's real limits, requested when the device was created; the
+callers tile work so that no binding exceeds ``max_storage_binding`` and no dispatch dimension
+exceeds ``max_workgroups_per_dim``.
+"""
+
+from __future__ import annotations
+
+import abc
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+#: One buffer handle as created by a runtime (opaque to callers; has ``.size`` in bytes).
+BufferHandle = Any
+#: One compiled compute pipeline (opaque to callers).
+PipelineHandle = Any
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The device limits the engine tiles against (bytes unless stated)."""
+
+    max_storage_binding: int
+    max_buffer_size: int
+    max_workgroups_per_dim: int
+    max_invocations_per_workgroup: int
+    max_workgroup_storage: int
+    max_storage_buffers_per_stage: int
+    min_storage_offset_alignment: int = 256
+    min_uniform_offset_alignment: int = 256
+
+
+@dataclass(frozen=True)
+class AdapterInfo:
+    """What the adapter says about itself; ``software`` is True for llvmpipe/lavapipe/SwiftShader."""
+
+    name: str
+    vendor: str
+    backend: str  # "Vulkan", "Metal", "D3D12", ...
+    adapter_type: str  # "DiscreteGPU", "IntegratedGPU", "CPU", "Unknown"
+    is_fallback: bool
+    description: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def software(self) -> bool:
+        return self.is_fallback or self.adapter_type.upper() == "CPU"
+
+
+@dataclass(frozen=True)
+class Binding:
+    """A byte range of a buffer bound as one storage binding (``size=None``: to the end)."""
+
+    buffer: BufferHandle
+    offset: int = 0
+    size: int | None = None
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """One compute dispatch: pipeline, uniform bytes (binding 0), storage bindings (1, 2, ...)."""
+
+    pipeline: PipelineHandle
+    bindings: Sequence[Binding | BufferHandle]
+    groups: tuple[int, int, int]
+    params: bytes | None = None
+
+
+@dataclass(frozen=True)
+class Copy:
+    """A device-side buffer-to-buffer copy of ``size`` bytes."""
+
+    src: BufferHandle
+    src_offset: int
+    dst: BufferHandle
+    dst_offset: int
+    size: int
+
+
+class Runtime(abc.ABC):
+    """One WebGPU adapter + device. Implementations must be usable from one thread at a time."""
+
+    #: "wgpu" or "dawn"
+    name: str = "abstract"
+    info: AdapterInfo
+    limits: Limits
+    #: optional features the device was created with (e.g. {"subgroup", "shader-f16"}); kernels
+    #: may use them when present and must work without them.
+    features: frozenset[str] = frozenset()
+
+    @abc.abstractmethod
+    def create_buffer(self, size: int, label: str = "") -> BufferHandle:
+        """A new STORAGE | COPY_SRC | COPY_DST buffer of ``size`` bytes (multiple of 4), undefined."""
+
+    @abc.abstractmethod
+    def destroy_buffer(self, buf: BufferHandle) -> None:
+        """Free the buffer's device memory now (the handle must not be used afterwards)."""
+
+    @abc.abstractmethod
+    def write(self, buf: BufferHandle, data: Any, offset: int = 0) -> None:
+        """Copy host bytes (a C-contiguous buffer-protocol object; nbytes multiple of 4) to ``buf``.
+
+        Ordered with the submissions: work submitted later sees the data."""
+
+    @abc.abstractmethod
+    def read(self, buf: BufferHandle, offset: int, size: int) -> memoryview:
+        """Wait for submitted work, then return ``size`` bytes of ``buf`` from ``offset`` (host copy)."""
+
+    @abc.abstractmethod
+    def compile(self, source: str, label: str = "") -> PipelineHandle:
+        """Compile WGSL ``source`` (entry point ``main``, layout from the shader) to a compute pipeline.
+
+        Raises ``RuntimeError`` with the compiler's message on invalid WGSL."""
+
+    @abc.abstractmethod
+    def submit(self, commands: Sequence[Dispatch | Copy]) -> None:
+        """Record ``commands`` in order into one command buffer and submit it (does not wait)."""
+
+    @abc.abstractmethod
+    def sync(self) -> None:
+        """Block until every submitted command has finished."""
+
+    def close(self) -> None:  # pragma: no cover - optional
+        """Release the device (optional; the process exit also does it)."""
+        return None
+
+
+def software_adapter(adapter_type: str, is_fallback: bool) -> bool:
+    """The rule that keeps llvmpipe out of "auto": a CPU adapter or a fallback adapter."""
+    return bool(is_fallback) or str(adapter_type).upper() == "CPU"
+
+
+def implementation() -> str:
+    """The runtime selected by ``PYTROPICAL_WEBGPU`` ("wgpu", the default, or "dawn")."""
+    name = os.environ.get("PYTROPICAL_WEBGPU", "wgpu").strip().lower() or "wgpu"
+    if name not in ("wgpu", "dawn"):
+        raise ValueError(f"PYTROPICAL_WEBGPU must be 'wgpu' or 'dawn', got {name!r}")
+    return name
+
+
+def probe_runtime() -> tuple[bool, str]:
+    """(ok, reason) for the selected implementation without creating a device."""
+    name = implementation()
+    if name == "wgpu":
+        from . import runtime_wgpupy as mod
+    else:  # pragma: no cover - added with the Dawn runtime
+        try:
+            from . import runtime_dawn as mod  # type: ignore[attr-defined]
+        except ImportError as e:
+            return False, f"PYTROPICAL_WEBGPU=dawn but the Dawn runtime is unavailable: {e}"
+    return mod.probe()
+
+
+def list_adapters() -> list[AdapterInfo]:
+    """Every adapter the selected implementation sees (empty when it is not installed)."""
+    name = implementation()
+    try:
+        if name == "wgpu":
+            from . import runtime_wgpupy as mod
+        else:  # pragma: no cover
+            from . import runtime_dawn as mod  # type: ignore[attr-defined]
+        return mod.list_adapters()
+    except Exception:  # noqa: BLE001 - a broken driver must not break probing
+        return []
+
+
+def create_runtime() -> Runtime:
+    """A new Runtime of the selected implementation on the best adapter (hardware first)."""
+    name = implementation()
+    if name == "wgpu":
+        from . import runtime_wgpupy as mod
+    else:  # pragma: no cover
+        from . import runtime_dawn as mod  # type: ignore[attr-defined]
+    return mod.create()
+
+
+__all__ = ["AdapterInfo", "Binding", "Copy", "Dispatch", "Limits", "Runtime", "create_runtime",
+           "implementation", "list_adapters", "probe_runtime", "software_adapter"]

@@ -1,0 +1,206 @@
+"""The :class:`~.runtime.Runtime` implemented with wgpu-py (``PYTROPICAL_WEBGPU=wgpu``, default)."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+
+from .runtime import AdapterInfo, Binding, Copy, Dispatch, Limits, Runtime
+
+log = logging.getLogger("pytropical_gpu")
+
+_OPTIONAL_FEATURES = ("subgroup", "shader-f16", "timestamp-query")
+_TYPE_RANK = {"DISCRETEGPU": 0, "INTEGRATEDGPU": 1, "VIRTUALGPU": 2, "UNKNOWN": 3, "CPU": 4}
+
+
+def _wgpu():
+    import wgpu
+
+    return wgpu
+
+
+def _info(adapter) -> AdapterInfo:
+    inf = dict(adapter.info)
+    fallback = bool(inf.get("is_fallback_adapter", False) or getattr(adapter, "is_fallback_adapter",
+                                                                       False))
+    return AdapterInfo(name=str(inf.get("device", "")), vendor=str(inf.get("vendor", "")),
+                       backend=str(inf.get("backend_type", "")),
+                       adapter_type=str(inf.get("adapter_type", "Unknown")), is_fallback=fallback,
+                       description=str(inf.get("description", "")), extra=inf)
+
+
+def _adapters():
+    wgpu = _wgpu()
+    return list(wgpu.gpu.enumerate_adapters_sync())
+
+
+def list_adapters() -> list[AdapterInfo]:
+    return [_info(a) for a in _adapters()]
+
+
+def probe() -> tuple[bool, str]:
+    try:
+        wgpu = _wgpu()
+    except ImportError as e:
+        return False, f"wgpu-py is not installed ({e}); pip install wgpu"
+    try:
+        adapters = _adapters()
+    except Exception as e:  # noqa: BLE001
+        return False, f"wgpu {wgpu.__version__}: adapter enumeration failed: {e}"
+    if not adapters:
+        return False, f"wgpu {wgpu.__version__}: no WebGPU adapter (no Vulkan/Metal/D3D12 driver)"
+    best = _info(_pick(adapters))
+    kind = "software" if best.software else best.adapter_type
+    return True, f"wgpu {wgpu.__version__}: {best.name} ({best.backend}, {kind})"
+
+
+def _pick(adapters):
+    want = os.environ.get("PYTROPICAL_WGPU_ADAPTER", "").strip().lower()
+    if want:
+        for a in adapters:
+            inf = _info(a)
+            if want in inf.name.lower() or want in inf.vendor.lower():
+                return a
+
+    def key(a):
+        inf = _info(a)
+        return (int(inf.software), _TYPE_RANK.get(inf.adapter_type.upper(), 3),
+                0 if inf.backend.lower() in ("vulkan", "metal", "d3d12") else 1)
+
+    return sorted(adapters, key=key)[0]
+
+
+class WgpuPyRuntime(Runtime):
+    """One wgpu-py device on the best adapter, created with the adapter's own limits."""
+
+    name = "wgpu"
+
+    def __init__(self, adapter=None):
+        wgpu = _wgpu()
+        self._wgpu = wgpu
+        adapter = adapter or _pick(_adapters())
+        self.adapter = adapter
+        self.info = _info(adapter)
+        al = adapter.limits
+        want = {}
+        for key in ("max-storage-buffer-binding-size", "max-buffer-size",
+                    "max-compute-workgroups-per-dimension", "max-compute-invocations-per-workgroup",
+                    "max-compute-workgroup-storage-size", "max-storage-buffers-per-shader-stage",
+                    "max-compute-workgroup-size-x", "max-compute-workgroup-size-y",
+                    "max-compute-workgroup-size-z", "max-bind-groups", "max-bindings-per-bind-group"):
+            if key in al:
+                want[key] = al[key]
+        feats = [f for f in _OPTIONAL_FEATURES if f in adapter.features]
+        try:
+            self.device = adapter.request_device_sync(required_features=feats, required_limits=want,
+                                                      label="pytropical_gpu")
+        except Exception as e:  # noqa: BLE001 - retry with the defaults
+            log.warning("wgpu: requesting the adapter's limits failed (%s); using defaults", e)
+            feats = []
+            self.device = adapter.request_device_sync(label="pytropical_gpu")
+        self.features = frozenset(feats)
+        dl = self.device.limits
+        self.limits = Limits(
+            max_storage_binding=int(dl["max-storage-buffer-binding-size"]),
+            max_buffer_size=int(dl["max-buffer-size"]),
+            max_workgroups_per_dim=int(dl["max-compute-workgroups-per-dimension"]),
+            max_invocations_per_workgroup=int(dl["max-compute-invocations-per-workgroup"]),
+            max_workgroup_storage=int(dl["max-compute-workgroup-storage-size"]),
+            max_storage_buffers_per_stage=int(dl["max-storage-buffers-per-shader-stage"]),
+            min_storage_offset_alignment=int(dl.get("min-storage-buffer-offset-alignment", 256)),
+            min_uniform_offset_alignment=int(dl.get("min-uniform-buffer-offset-alignment", 256)),
+        )
+        self.queue = self.device.queue
+        self._usage = (wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC
+                       | wgpu.BufferUsage.COPY_DST)
+        self._uniform = None  # one recycled uniform buffer for every dispatch's params
+        self._uniform_size = 0
+        self._layouts: dict[int, object] = {}
+
+    # ------------------------------------------------------------------ buffers
+    def create_buffer(self, size: int, label: str = ""):
+        return self.device.create_buffer(size=max(int(size), 4), usage=self._usage, label=label)
+
+    def destroy_buffer(self, buf) -> None:
+        buf.destroy()
+
+    def write(self, buf, data, offset: int = 0) -> None:
+        mv = memoryview(data).cast("B")
+        if mv.nbytes:
+            self.queue.write_buffer(buf, offset, mv)
+
+    def read(self, buf, offset: int, size: int) -> memoryview:
+        if size == 0:
+            return memoryview(b"")
+        return self.queue.read_buffer(buf, offset, size)
+
+    # ------------------------------------------------------------------ pipelines
+    def compile(self, source: str, label: str = ""):
+        try:
+            module = self.device.create_shader_module(code=source, label=label)
+            return self.device.create_compute_pipeline(
+                layout="auto", compute={"module": module, "entry_point": "main"}, label=label)
+        except Exception as e:
+            raise RuntimeError(f"WGSL compilation of {label or 'a kernel'} failed: {e}") from e
+
+    # ------------------------------------------------------------------ commands
+    def _uniforms(self, blobs: list[bytes]) -> list[int]:
+        align = self.limits.min_uniform_offset_alignment
+        offs, total = [], 0
+        for b in blobs:
+            offs.append(total)
+            total += -(-max(len(b), 16) // align) * align
+        if total > self._uniform_size:
+            if self._uniform is not None:
+                self._uniform.destroy()
+            size = max(4096, 1 << (total - 1).bit_length())
+            self._uniform = self.device.create_buffer(
+                size=size, usage=self._wgpu.BufferUsage.UNIFORM | self._wgpu.BufferUsage.COPY_DST)
+            self._uniform_size = size
+        return offs
+
+    def submit(self, commands: Sequence[Dispatch | Copy]) -> None:
+        blobs = [c.params for c in commands if isinstance(c, Dispatch) and c.params is not None]
+        offs = self._uniforms([bytes(b) for b in blobs]) if blobs else []
+        if blobs:
+            # every params block goes into the one uniform buffer (written before this submit)
+            stage = bytearray(offs[-1] + len(blobs[-1]) + (-len(blobs[-1]) % 4))
+            for o, b in zip(offs, blobs):
+                stage[o:o + len(b)] = b
+            self.queue.write_buffer(self._uniform, 0, stage)
+        enc = self.device.create_command_encoder()
+        ui = 0
+        for cmd in commands:
+            if isinstance(cmd, Copy):
+                enc.copy_buffer_to_buffer(cmd.src, cmd.src_offset, cmd.dst, cmd.dst_offset, cmd.size)
+                continue
+            entries = []
+            if cmd.params is not None:
+                entries.append({"binding": 0, "resource": {
+                    "buffer": self._uniform, "offset": offs[ui], "size": max(len(blobs[ui]), 16)}})
+                ui += 1
+            for i, bnd in enumerate(cmd.bindings):
+                if not isinstance(bnd, Binding):
+                    bnd = Binding(bnd)
+                size = bnd.size if bnd.size is not None else bnd.buffer.size - bnd.offset
+                entries.append({"binding": i + 1, "resource": {
+                    "buffer": bnd.buffer, "offset": bnd.offset, "size": size}})
+            bg = self.device.create_bind_group(layout=cmd.pipeline.get_bind_group_layout(0),
+                                               entries=entries)
+            p = enc.begin_compute_pass()
+            p.set_pipeline(cmd.pipeline)
+            p.set_bind_group(0, bg)
+            p.dispatch_workgroups(*cmd.groups)
+            p.end()
+        self.queue.submit([enc.finish()])
+
+    def sync(self) -> None:
+        # on_submitted_work_done_sync() raises a cffi TypeError in wgpu 0.32: read 4 bytes instead
+        if getattr(self, "_sync_buf", None) is None:
+            self._sync_buf = self.create_buffer(4, "sync")
+        self.queue.read_buffer(self._sync_buf, 0, 4)
+
+
+def create() -> WgpuPyRuntime:
+    return WgpuPyRuntime()
