@@ -243,17 +243,15 @@ class Backend:
             dim = vs[0].dim
             rest = _bshape("bundle", *[v.batch_shape for v in vs])
             nvec = len(vs)
-            xp = self.xp
-            p = xp.stack([self._planes2d(v, rest)[0].reshape(-1) for v in vs])
-            n = xp.stack([self._planes2d(v, rest)[1].reshape(-1) for v in vs])
+            planes = [self._planes2d(v, rest) for v in vs]
+            p = self.xp.stack([pl[0].reshape(-1) for pl in planes])
+            n = self.xp.stack([pl[1].reshape(-1) for pl in planes])
             srcs = tuple(vs)
-        words = (dim + 31) // 32
         if nvec == 0 or p.shape[1] == 0:
             z = self.xp.zeros(p.shape[1], np.uint32)
             return self._tv_out(z, z.copy(), rest, dim, *srcs)
         rp, rn = self._bundle(self.xp.ascontiguousarray(p), self.xp.ascontiguousarray(n),
                               max(threshold, 1))
-        del words
         return self._tv_out(rp, rn, rest, dim, *srcs)
 
     def dot(self, a: TernaryVec, b: TernaryVec) -> Any:
