@@ -1,0 +1,114 @@
+"""``python -m pytropical_gpu info`` / ``bench`` and the benchmark harness."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytropical_gpu import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _env():
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTROPICAL_BACKEND", "PYTROPICAL_BENCHMARKS")}
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def _module(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "pytropical_gpu", *args], cwd=str(cwd), env=_env(),
+                          capture_output=True, text=True, timeout=180)
+
+
+def test_info_text(tmp_path):
+    r = _module("info", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    assert any(ln.split()[:2] == ["cpu", "PASS"] for ln in lines), r.stdout
+    for section in ("versions", "wgpu adapters", "cuda devices (cupy)",
+                    "backends (probe, known-answer check)"):
+        assert section in lines, section
+    assert "numpy" in r.stdout and "jinja2" in r.stdout
+
+
+def test_info_json(tmp_path):
+    r = _module("info", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    d = json.loads(r.stdout)
+    assert set(d["backends"]) == {"cpu", "wgpu", "cuda"}
+    assert d["backends"]["cpu"] == d["backends"]["cpu"] | {"ok": True}
+    assert d["backends"]["cpu"]["check"]["status"] == "PASS"
+    for name, b in d["backends"].items():
+        assert b["check"]["status"] in ("PASS", "SKIP"), (name, b)  # an available backend must pass
+        assert isinstance(b["reason"], str) and b["reason"]
+    assert "adapters" in d["wgpu"] or "error" in d["wgpu"]
+    for a in d["wgpu"].get("adapters", []):
+        assert {"device", "backend_type", "adapter_type", "software"} <= set(a)
+    assert d["versions"]["numpy"]
+
+
+def test_info_in_process_matches_probe(capsys):
+    from pytropical_gpu.backends import probe
+
+    assert cli.main(["info", "--json", "--backend", "cpu"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert list(d["backends"]) == ["cpu"]
+    assert (d["backends"]["cpu"]["ok"], d["backends"]["cpu"]["reason"]) == probe("cpu")
+
+
+def test_known_answer_failure_is_reported(monkeypatch):
+    def broken(be):
+        raise AssertionError("min_plus 2x2: got [[9]], expected [[0]]")
+
+    monkeypatch.setattr(cli, "_known_answers", broken)
+    res = cli.check_backend("cpu")
+    assert res["check"]["status"] == "FAIL" and "expected" in res["check"]["reason"]
+    text = cli.info_text({"versions": {}, "wgpu": {"adapters": []}, "cuda": {"devices": []},
+                          "backends": {"cpu": res}, "auto_gpu": None})
+    assert any(ln.split()[:2] == ["cpu", "FAIL"] for ln in text.splitlines())
+
+
+def test_bench_cpu_quick(tmp_path):
+    out = tmp_path / "bench.json"
+    r = _module("bench", "--backend", "cpu", "--quick", "--json", out, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "[bench cpu]" in r.stderr  # progress
+    assert "min_plus float32" in r.stdout and "ratio" in r.stdout
+    d = json.loads(out.read_text())
+    assert {"device", "date", "git_commit", "rows"} <= set(d)
+    ops = {row["op"] for row in d["rows"]}
+    assert {"min_plus float32", "max_plus int32", "andor_matmul bool", "bind", "dot", "bundle"} <= ops
+    for row in d["rows"]:
+        assert row["median_s"] > 0 and row["baseline_median_s"] > 0
+        assert row["ratio"] == pytest.approx(row["baseline_median_s"] / row["median_s"])
+
+
+def test_bench_without_benchmarks_folder(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(cli, "find_benchmarks", lambda explicit=None: None)
+    assert cli.main(["bench", "--quick"]) == 2
+    assert "not found" in capsys.readouterr().err
+
+
+def test_harness_helpers(tmp_path):
+    sys.path.insert(0, str(ROOT))
+    try:
+        from benchmarks import _harness as h
+    finally:
+        sys.path.remove(str(ROOT))
+    t = h.median_time(lambda: None, repeats=5, warmup=0)
+    assert t.n == 5 and 0 <= t.q20 <= t.median <= t.q80
+    r = h.compare("op", "cpu", "dev", "1x1", lambda: None, lambda: sum(range(1000)), work=10,
+                  baseline="base", repeats=3)
+    assert r.ratio == pytest.approx(r.baseline_median_s / r.median_s)
+    table = h.format_table([r, {"op": "dict row", "backend": "x", "median_s": 1e-3}])
+    assert "dict row" in table and table.splitlines()[0].startswith("op")
+    p = h.write_json(tmp_path / "r.json", [r], "dev")
+    assert json.loads(p.read_text())["rows"][0]["op"] == "op"
+    with pytest.raises(h.CheckFailed):
+        h.check("x", [1, 2], [1, 3])
