@@ -222,6 +222,17 @@ def git_commit(path: Path | str | None = None) -> str | None:
     return out.stdout.strip() or None
 
 
+def git_dirty(path: Path | str | None = None) -> bool | None:
+    """True when tracked files differ from the commit (untracked files are ignored)."""
+    try:
+        out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                             cwd=str(path or RESULTS_DIR.parent), capture_output=True, text=True,
+                             timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return bool(out.stdout.strip()) if out.returncode == 0 else None
+
+
 def cpu_name() -> str:
     """The CPU model name (``/proc/cpuinfo``), else ``platform.processor()``."""
     try:
@@ -253,6 +264,7 @@ def write_json(path: Path | str, rows: Sequence[Result | Mapping[str, Any]], dev
         "device": device,
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "git_commit": git_commit(),
+        "git_dirty": git_dirty(),
         "host": socket.gethostname(),
         "platform": platform.platform(),
         "python": platform.python_version(),
@@ -305,5 +317,5 @@ def bench_main(name: str, run: Callable[..., list[Result]], argv: Sequence[str] 
 
 
 __all__ = ["CheckFailed", "Result", "Timing", "bench_main", "check", "compare", "cpu_name",
-           "default_json_path", "format_table", "git_commit", "host_tag", "median_time",
+           "default_json_path", "format_table", "git_commit", "git_dirty", "host_tag", "median_time",
            "print_table", "stderr_progress", "write_json"]

@@ -246,6 +246,17 @@ def _call_run(mod, quick: bool, progress: Callable[[str], None]):
     return mod.run(**kw)
 
 
+def _wgpu_hardware() -> bool:
+    try:
+        from .backends.wgpu import hardware_available
+    except ImportError:
+        return False
+    try:
+        return bool(hardware_available()[0])
+    except Exception:
+        return False
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from .backends import BACKENDS, probe
 
@@ -266,6 +277,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
             print(msg, file=sys.stderr)
             if args.backend:
                 status = 2
+            continue
+        if name == "wgpu" and not args.backend and not _wgpu_hardware():
+            print("[bench] wgpu: only a software adapter (llvmpipe/lavapipe); pass --backend wgpu to "
+                  "benchmark it anyway", file=sys.stderr)
             continue
         modname = BENCH_MODULES[name]
         if not (folder / f"{modname}.py").is_file():
