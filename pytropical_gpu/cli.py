@@ -94,30 +94,64 @@ def cuda_devices() -> dict[str, Any]:
         return {"error": f"{type(e).__name__}: {e}"}
 
 
-def _known_answers(be) -> list[str]:
-    """Run tiny problems with hand-computed answers on ``be``; returns the names checked."""
-    from .vsa import TernaryVec
-
+def _ka_min_plus(be):
     inf = np.inf
     a = np.array([[0, 1], [2, inf]], np.float32)
     b = np.array([[0, 3], [1, 0]], np.float32)
-    d = np.asarray(be.matmul(a, b, "min_plus"))
-    _expect("min_plus 2x2", d, np.array([[0, 1], [2, 5]], np.float32))
-    ai = np.array([[1, 2], [3, 4]], np.int32)
-    _expect("max_plus 2x2 int32", np.asarray(be.matmul(ai, ai, "max_plus")),
-            np.array([[5, 6], [7, 8]], np.int32))
+    _expect("min_plus 2x2", be.matmul(a, b, "min_plus"), np.array([[0, 1], [2, 5]], np.float32))
+
+
+def _ka_max_plus(be):
+    a = np.array([[1, 2], [3, 4]], np.int32)
+    _expect("max_plus 2x2 int32", be.matmul(a, a, "max_plus"), np.array([[5, 6], [7, 8]], np.int32))
+
+
+def _ka_andor(be):
     x = np.array([[True, False], [False, False]])
     y = np.array([[False, True], [True, False]])
-    _expect("andor 2x2", np.asarray(be.andor_matmul(x, y)), np.array([[False, True], [False, False]]))
-    u = TernaryVec.from_array(np.array([1, -1, 0, 1, -1], np.int8))
-    v = TernaryVec.from_array(np.array([1, 1, -1, -1, 0], np.int8))
-    bound = be.bind(u, v)
-    host = TernaryVec(np.asarray(_host(bound.pos)), np.asarray(_host(bound.neg)), bound.dim)
+    _expect("andor 2x2", be.andor_matmul(x, y), np.array([[False, True], [False, False]]))
+
+
+def _trits():
+    from .vsa import TernaryVec
+
+    return (TernaryVec.from_array(np.array([1, -1, 0, 1, -1], np.int8)),
+            TernaryVec.from_array(np.array([1, 1, -1, -1, 0], np.int8)))
+
+
+def _ka_bind(be):
+    from .vsa import TernaryVec
+
+    u, v = _trits()
+    r = be.bind(u, v)
+    host = TernaryVec(np.asarray(_host(r.pos)), np.asarray(_host(r.neg)), r.dim)
     _expect("bind", host.to_array(), np.array([1, -1, 0, -1, 0], np.int8))
+
+
+def _ka_dot(be):
+    u, v = _trits()
     got = be.dot(u, v)
     if got != -1:
         raise AssertionError(f"dot: got {got}, expected -1")
-    return ["min_plus", "max_plus", "andor", "bind", "dot"]
+
+
+#: Tiny problems with hand-computed answers, run on every available backend by ``info``.
+KNOWN_ANSWERS: dict[str, Callable[[Any], None]] = {
+    "min_plus": _ka_min_plus, "max_plus": _ka_max_plus, "andor": _ka_andor, "bind": _ka_bind,
+    "dot": _ka_dot,
+}
+
+
+def _known_answers(be) -> dict[str, str]:
+    """Run every :data:`KNOWN_ANSWERS` case on ``be``: name -> "PASS" or "FAIL: reason"."""
+    out = {}
+    for name, fn in KNOWN_ANSWERS.items():
+        try:
+            fn(be)
+            out[name] = "PASS"
+        except Exception as e:
+            out[name] = f"FAIL: {type(e).__name__}: {e}"
+    return out
 
 
 def _host(x):
@@ -146,8 +180,13 @@ def check_backend(name: str) -> dict[str, Any]:
             res["describe"] = be.describe()
         except Exception as e:  # describe is informational only
             res["describe"] = {"error": f"{type(e).__name__}: {e}"}
-        checked = _known_answers(be)
-        res["check"] = {"status": "PASS", "reason": ", ".join(checked)}
+        cases = _known_answers(be)
+        failed = {k: v for k, v in cases.items() if v != "PASS"}
+        if failed:
+            res["check"] = {"status": "FAIL", "reason": "; ".join(f"{k} {v}" for k, v in failed.items())}
+        else:
+            res["check"] = {"status": "PASS", "reason": ", ".join(cases)}
+        res["check"]["cases"] = cases
     except Exception as e:
         res["check"] = {"status": "FAIL", "reason": f"{type(e).__name__}: {e}"}
     res["check"]["seconds"] = round(time.perf_counter() - t0, 4)
@@ -199,12 +238,27 @@ def info_text(d: dict[str, Any]) -> str:
             lines.append(f"  {name:<5} unavailable  {b['reason']}")
             continue
         secs = f" ({chk.get('seconds', 0) * 1e3:.1f} ms)" if "seconds" in chk else ""
-        lines.append(f"  {name:<5} {chk['status']:<12} {chk['reason']}{secs}")
+        if "cases" in chk and chk["status"] == "FAIL":
+            npass = sum(v == "PASS" for v in chk["cases"].values())
+            lines.append(f"  {name:<5} {'FAIL':<12} {npass}/{len(chk['cases'])} cases pass{secs}")
+            for case, v in chk["cases"].items():
+                lines.append(f"  {'':<5} {'':<12} {case}: {_first_line(v, 200)}")
+        else:
+            lines.append(f"  {name:<5} {chk['status']:<12} {_first_line(chk['reason'], 300)}{secs}")
         lines.append(f"  {'':<5} {'':<12} probe: {b['reason']}")
     lines += ["", f"auto picks GPU backend: {d.get('auto_gpu') or 'none (cpu only)'}"]
     if d.get("env"):
         lines.append("environment: " + ", ".join(f"{k}={v}" for k, v in d["env"].items()))
     return "\n".join(lines)
+
+
+def _first_line(text: str, width: int) -> str:
+    """One line of ``text`` for the table (the full text is in ``--json``)."""
+    parts = [p.strip() for p in str(text).splitlines() if p.strip()]
+    line = parts[0] if parts else ""
+    if len(parts) > 1:
+        line += " ..."
+    return line if len(line) <= width else line[: width - 3] + "..."
 
 
 def cmd_info(args: argparse.Namespace) -> int:
