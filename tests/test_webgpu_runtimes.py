@@ -1,0 +1,218 @@
+"""The WebGPU runtime contract (``backends/wgpu/runtime.py``) on both implementations: wgpu-py (naga)
+and Dawn (pydawn, Tint). The same test body runs on each; an unavailable runtime skips with its
+reason, and ``PYTROPICAL_REQUIRE`` naming ``wgpu`` / ``dawn`` turns that skip into a failure."""
+
+from __future__ import annotations
+
+import importlib
+import struct
+
+import numpy as np
+import pytest
+from conftest import REQUIRED
+
+from pytropical_gpu.backends.wgpu import runtime as rtmod
+from pytropical_gpu.backends.wgpu.runtime import AdapterInfo, Binding, Copy, Dispatch, Limits
+
+RUNTIMES = {"wgpu": "runtime_wgpupy", "dawn": "runtime_dawn"}
+_cache: dict = {}
+
+
+def runtime_module(name: str):
+    return importlib.import_module(f"pytropical_gpu.backends.wgpu.{RUNTIMES[name]}")
+
+
+def require_runtime(name: str):
+    """The runtime's module if it has an adapter; skip (or fail when required) otherwise."""
+    if name not in _cache:
+        try:
+            mod = runtime_module(name)
+            ok, reason = mod.probe()
+        except Exception as e:  # noqa: BLE001 - an import error is a reason too
+            mod, ok, reason = None, False, f"{type(e).__name__}: {e}"
+        _cache[name] = (mod, ok, reason)
+    mod, ok, reason = _cache[name]
+    if not ok:
+        if name in REQUIRED:
+            pytest.fail(f"WebGPU runtime {name} is required (PYTROPICAL_REQUIRE) but unavailable: "
+                        f"{reason}")
+        pytest.skip(f"WebGPU runtime {name} unavailable: {reason}")
+    return mod
+
+
+_runtimes: dict = {}
+
+
+def get_runtime(name: str):
+    """One runtime object per implementation for the whole session (device creation is slow)."""
+    mod = require_runtime(name)
+    if name not in _runtimes:
+        _runtimes[name] = mod.create()
+    return _runtimes[name]
+
+
+@pytest.fixture(params=list(RUNTIMES))
+def rt(request):
+    return get_runtime(request.param)
+
+
+SCALE = """
+struct Params { n: u32, mul: u32, add: u32, pad: u32 }
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> src: array<u32>;
+@group(0) @binding(2) var<storage, read_write> dst: array<u32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    if (i < p.n) {
+        dst[i] = src[i] * p.mul + p.add;
+    }
+}
+"""
+
+NO_PARAMS = """
+@group(0) @binding(1) var<storage, read_write> x: array<i32>;
+
+@compute @workgroup_size(32)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if (gid.x < arrayLength(&x)) {
+        x[gid.x] = -x[gid.x];
+    }
+}
+"""
+
+
+def _params(n, mul, add) -> bytes:
+    return struct.pack("<4I", n, mul, add, 0)
+
+
+def test_probe_and_adapters(rt):
+    mod = runtime_module(rt.name)
+    ok, reason = mod.probe()
+    assert ok and reason
+    adapters = mod.list_adapters()
+    assert adapters and all(isinstance(a, AdapterInfo) for a in adapters)
+    assert rt.info.name in {a.name for a in adapters}
+    assert isinstance(rt.limits, Limits)
+    assert rt.limits.max_storage_binding >= 128 << 20
+    assert rt.limits.max_workgroups_per_dim >= 65535
+    assert rt.features <= {"subgroup", "shader-f16", "timestamp-query"}
+
+
+def test_write_read_round_trip(rt):
+    data = np.arange(1000, dtype=np.uint32) * np.uint32(2654435761)
+    buf = rt.create_buffer(data.nbytes, "round trip")
+    assert buf.size >= data.nbytes
+    rt.write(buf, data)
+    assert np.array_equal(np.frombuffer(rt.read(buf, 0, data.nbytes), np.uint32), data)
+    # offsets on both sides, a read-only source, and a zero-length read
+    rt.write(buf, np.full(10, 7, np.uint32).tobytes(), offset=40)
+    got = np.frombuffer(rt.read(buf, 36, 48), np.uint32)
+    assert got[0] == data[9] and (got[1:11] == 7).all() and got[11] == data[20]
+    assert len(rt.read(buf, 0, 0)) == 0
+    rt.destroy_buffer(buf)
+
+
+def test_dispatch_params_bindings_and_copy(rt):
+    pipe = rt.compile(SCALE, "scale")
+    n = 1000
+    src = rt.create_buffer(4 * 1024, "src")
+    dst = rt.create_buffer(4 * 1024, "dst")
+    out = rt.create_buffer(4 * 1024, "out")
+    x = np.arange(1024, dtype=np.uint32)
+    rt.write(src, x)
+    rt.write(dst, np.zeros(1024, np.uint32))
+    # two dispatches with different params in one submission, the second on sub-ranges, then a copy
+    rt.submit([
+        Dispatch(pipe, [src, dst], (-(-n // 64), 1, 1), _params(n, 3, 1)),
+        Dispatch(pipe, [Binding(src, 256, 256), Binding(dst, 1024, 256)], (1, 1, 1), _params(64, 5, 2)),
+        Copy(dst, 0, out, 0, 4 * 1024),
+    ])
+    want = np.zeros(1024, np.uint32)
+    want[:n] = x[:n] * 3 + 1
+    want[256:320] = x[64:128] * 5 + 2
+    assert np.array_equal(np.frombuffer(rt.read(out, 0, 4096), np.uint32), want)
+    # params are per dispatch even across submissions; sync waits for everything
+    for k in range(3):
+        rt.submit([Dispatch(pipe, [src, dst], (16, 1, 1), _params(n, k, k))])
+    rt.sync()
+    assert np.array_equal(np.frombuffer(rt.read(dst, 0, 4 * n), np.uint32), x[:n] * 2 + 2)
+    for b in (src, dst, out):
+        rt.destroy_buffer(b)
+
+
+def test_dispatch_without_params(rt):
+    pipe = rt.compile(NO_PARAMS, "negate")
+    buf = rt.create_buffer(4 * 100)
+    x = np.arange(-50, 50, dtype=np.int32)
+    rt.write(buf, x)
+    rt.submit([Dispatch(pipe, [buf], (4, 1, 1))])
+    assert np.array_equal(np.frombuffer(rt.read(buf, 0, 400), np.int32), -x)
+    rt.destroy_buffer(buf)
+
+
+def test_many_params_blocks_grow_the_uniform_buffer(rt):
+    pipe = rt.compile(SCALE, "scale")
+    src = rt.create_buffer(4 * 64)
+    dst = rt.create_buffer(4 * 64 * 40)
+    rt.write(src, np.arange(64, dtype=np.uint32))
+    cmds = [Dispatch(pipe, [src, Binding(dst, 256 * i, 256)], (1, 1, 1), _params(64, 1, i))
+            for i in range(40)]
+    rt.submit(cmds)
+    got = np.frombuffer(rt.read(dst, 0, 4 * 64 * 40), np.uint32).reshape(40, 64)
+    assert np.array_equal(got, np.arange(64, dtype=np.uint32)[None, :] + np.arange(40)[:, None])
+    rt.destroy_buffer(src)
+    rt.destroy_buffer(dst)
+
+
+@pytest.mark.parametrize("bad, needle", [
+    ("@compute @workgroup_size(1) fn main() { let x: u32 = 1.5; }", "1"),
+    ("@compute @workgroup_size(1) fn main() { undefined_fn(); }", "undefined_fn"),
+    ("@group(0) @binding(1) var<storage, read_write> x: array<u32>;\n"
+     "@compute @workgroup_size(1) fn not_main() { x[0] = 1u; }", "main"),
+])
+def test_compile_error_raises_runtime_error(rt, bad, needle):
+    with pytest.raises(RuntimeError) as ei:
+        rt.compile(bad, "bad kernel")
+    msg = str(ei.value)
+    assert "bad kernel" in msg and needle in msg
+
+
+def test_runtime_still_works_after_a_compile_error(rt):
+    with pytest.raises(RuntimeError):
+        rt.compile("this is not WGSL", "garbage")
+    test_dispatch_without_params(rt)
+
+
+def test_destroyed_buffers_free_memory(rt):
+    # allocate and destroy well beyond what a leak would tolerate on a software adapter
+    size = 32 << 20
+    for _ in range(24):
+        b = rt.create_buffer(size, "churn")
+        rt.write(b, np.zeros(16, np.uint32))
+        rt.destroy_buffer(b)
+    rt.sync()
+
+
+def test_selection_by_env(monkeypatch):
+    monkeypatch.delenv("PYTROPICAL_WEBGPU", raising=False)
+    assert rtmod.implementation() == "wgpu"
+    monkeypatch.setenv("PYTROPICAL_WEBGPU", "Dawn")
+    assert rtmod.implementation() == "dawn"
+    monkeypatch.setenv("PYTROPICAL_WEBGPU", "metal")
+    with pytest.raises(ValueError, match="PYTROPICAL_WEBGPU"):
+        rtmod.implementation()
+
+
+@pytest.mark.parametrize("name", list(RUNTIMES))
+def test_create_runtime_follows_env(monkeypatch, name):
+    require_runtime(name)
+    monkeypatch.setenv("PYTROPICAL_WEBGPU", name)
+    assert rtmod.probe_runtime()[0]
+    assert rtmod.list_adapters()
+    rt = rtmod.create_runtime()
+    try:
+        assert rt.name == name
+    finally:
+        rt.close()
