@@ -166,6 +166,32 @@ def test_many_params_blocks_grow_the_uniform_buffer(rt):
     rt.destroy_buffer(dst)
 
 
+UNUSED_BINDING = """
+struct Params { n: u32, pad0: u32, pad1: u32, pad2: u32 }
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> unused: array<u32>;
+@group(0) @binding(2) var<storage, read_write> x: array<u32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if (gid.x < p.n) {
+        x[gid.x] = gid.x;
+    }
+}
+"""
+
+
+def test_declared_but_unused_binding_still_binds(rt):
+    # a template variant may declare a buffer it does not read; the engine binds every declared one
+    pipe = rt.compile(UNUSED_BINDING, "unused binding")
+    a = rt.create_buffer(256)
+    x = rt.create_buffer(256)
+    rt.submit([Dispatch(pipe, [a, x], (1, 1, 1), _params(64, 0, 0))])
+    assert np.array_equal(np.frombuffer(rt.read(x, 0, 256), np.uint32), np.arange(64))
+    rt.destroy_buffer(a)
+    rt.destroy_buffer(x)
+
+
 @pytest.mark.parametrize("bad, needle", [
     ("@compute @workgroup_size(1) fn main() { let x: u32 = 1.5; }", "1"),
     ("@compute @workgroup_size(1) fn main() { undefined_fn(); }", "undefined_fn"),

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
+import re
 import threading
 from collections.abc import Sequence
 
@@ -35,6 +36,9 @@ _OPTIONAL_FEATURES = {"subgroup": "WGPUFeatureName_Subgroups",
                       "shader-f16": "WGPUFeatureName_ShaderF16",
                       "timestamp-query": "WGPUFeatureName_TimestampQuery"}
 _lock = threading.Lock()
+#: ``@group(0) @binding(N) var<space, access>`` declarations (the same rule as runtime_wgpupy)
+_BINDING_RE = re.compile(
+    r"@group\(0\)\s*@binding\((\d+)\)\s*var<\s*(uniform|storage)\s*(?:,\s*(read_write|read))?\s*>")
 
 
 def _dawn():
@@ -378,20 +382,53 @@ class DawnRuntime(Runtime):
         entry = b"main"
         entry_buf = ctypes.create_string_buffer(entry)
         pdesc = webgpu.WGPUComputePipelineDescriptor()
-        pdesc.layout = None  # "auto": the layout comes from the shader
         pdesc.compute.module = module
         pdesc.compute.entryPoint.data = ctypes.cast(entry_buf, ctypes.POINTER(ctypes.c_char))
         pdesc.compute.entryPoint.length = len(entry)
         webgpu.wgpuDevicePushErrorScope(self.device, webgpu.WGPUErrorFilter_Validation)
+        # explicit layout from the declarations: "auto" drops bindings the compiler found unused,
+        # and then a bind group naming every declared buffer would not match it
+        bgl, playout = self._layout(source)
+        pdesc.layout = playout  # None: "auto", the layout comes from the shader
         pipe = webgpu.wgpuDeviceCreateComputePipeline(self.device, pdesc)
         err = utils.pop_error(self.device)
         webgpu.wgpuShaderModuleRelease(module)
+        if playout:
+            webgpu.wgpuPipelineLayoutRelease(playout)
         if err or not pipe:
             if pipe:
                 webgpu.wgpuComputePipelineRelease(pipe)
+            if bgl:
+                webgpu.wgpuBindGroupLayoutRelease(bgl)
             raise RuntimeError(f"WGSL compilation of {what} failed (Tint): {(err or '').strip()}")
-        layout = webgpu.wgpuComputePipelineGetBindGroupLayout(pipe, 0)
-        return _Pipeline(pipe, layout, what)
+        if not bgl:
+            bgl = webgpu.wgpuComputePipelineGetBindGroupLayout(pipe, 0)
+        return _Pipeline(pipe, bgl, what)
+
+    def _layout(self, source: str):
+        """(bind group layout, pipeline layout) for the shader's group-0 declarations, or (None,
+        None) when it declares none in the recognised form (then Dawn derives the layout)."""
+        webgpu = self._w
+        kinds = {}
+        for m in _BINDING_RE.finditer(source):
+            space, access = m.group(2), m.group(3)
+            kinds[int(m.group(1))] = (webgpu.WGPUBufferBindingType_Uniform if space == "uniform" else
+                                      webgpu.WGPUBufferBindingType_Storage if access == "read_write"
+                                      else webgpu.WGPUBufferBindingType_ReadOnlyStorage)
+        if not kinds:
+            return None, None
+        arr = (webgpu.WGPUBindGroupLayoutEntry * len(kinds))()
+        for e, (slot, kind) in zip(arr, sorted(kinds.items())):
+            e.binding, e.visibility, e.buffer.type = slot, webgpu.WGPUShaderStage_Compute, kind
+        desc = webgpu.WGPUBindGroupLayoutDescriptor()
+        desc.entryCount = len(kinds)
+        desc.entries = arr
+        bgl = webgpu.wgpuDeviceCreateBindGroupLayout(self.device, desc)
+        pdesc = webgpu.WGPUPipelineLayoutDescriptor()
+        layouts = (webgpu.WGPUBindGroupLayout * 1)(bgl)
+        pdesc.bindGroupLayoutCount = 1
+        pdesc.bindGroupLayouts = layouts
+        return bgl, webgpu.wgpuDeviceCreatePipelineLayout(self.device, pdesc)
 
     # ------------------------------------------------------------------ commands
     def _uniforms(self, blobs: list[bytes]) -> list[int]:
