@@ -72,6 +72,25 @@ def wgpu_adapters() -> dict[str, Any]:
     return {"adapters": out}
 
 
+def webgpu_runtime() -> dict[str, Any]:
+    """The WebGPU implementation the wgpu backend uses (``PYTROPICAL_WEBGPU``) and, when it is not
+    wgpu-py itself, the adapters that implementation sees."""
+    try:
+        from .backends.wgpu import runtime
+    except ImportError as e:
+        return {"error": f"{type(e).__name__}: {e}"}
+    try:
+        name = runtime.implementation()
+    except Exception as e:
+        return {"error": f"{type(e).__name__}: {e}"}
+    out: dict[str, Any] = {"implementation": name}
+    if name != "wgpu":
+        out["adapters"] = [{"device": a.name, "backend_type": a.backend, "adapter_type": a.adapter_type,
+                            "is_fallback_adapter": a.is_fallback, "software": a.software}
+                           for a in runtime.list_adapters()]
+    return out
+
+
 def cuda_devices() -> dict[str, Any]:
     """CuPy's view of the CUDA devices, or why it has none."""
     try:
@@ -198,6 +217,7 @@ def info_dict(backends: Sequence[str] | None = None) -> dict[str, Any]:
     from .backends import BACKENDS
 
     d: dict[str, Any] = {"versions": versions(), "wgpu": wgpu_adapters(), "cuda": cuda_devices()}
+    d["webgpu_runtime"] = webgpu_runtime()
     d["backends"] = {n: check_backend(n) for n in (backends or BACKENDS)}
     try:
         from .hybrid import HybridContext
@@ -224,6 +244,13 @@ def info_text(d: dict[str, Any]) -> str:
         soft = "software (never chosen by auto)" if a["software"] else "hardware"
         lines.append(f"  [{i}] {a['device']}  backend={a['backend_type']}  type={a['adapter_type']}  "
                      f"{soft}")
+    rt = d.get("webgpu_runtime", {})
+    if rt.get("implementation"):
+        lines.append(f"  wgpu backend runtime: {rt['implementation']} (PYTROPICAL_WEBGPU)")
+    for i, a in enumerate(rt.get("adapters", [])):
+        soft = "software" if a["software"] else "hardware"
+        lines.append(f"  {rt['implementation']}[{i}] {a['device']}  backend={a['backend_type']}  "
+                     f"type={a['adapter_type']}  {soft}")
     lines += ["", "cuda devices (cupy)"]
     if "error" in d["cuda"]:
         lines.append(f"  none: {d['cuda']['error']}")
