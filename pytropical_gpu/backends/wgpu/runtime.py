@@ -3,7 +3,8 @@
 Everything above this module (kernels, templates, tiling, pipeline caching, buffer pooling) talks to
 one :class:`Runtime` object and never imports ``wgpu`` or ``dawn`` itself. An implementation wraps
 one adapter and one device; ``runtime_wgpupy.py`` does it with wgpu-py (``PYTROPICAL_WEBGPU=wgpu``,
-the default), a later ``runtime_dawn.py`` with pydawn (``PYTROPICAL_WEBGPU=dawn``).
+the default; naga compiles the WGSL), ``runtime_dawn.py`` with pydawn (``PYTROPICAL_WEBGPU=dawn``,
+extra ``dawn``; Tint compiles it).
 
 The model is deliberately small:
 
@@ -33,6 +34,7 @@ exceeds ``max_workgroups_per_dim``.
 from __future__ import annotations
 
 import abc
+import importlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -166,41 +168,59 @@ def implementation() -> str:
     return name
 
 
-def probe_runtime() -> tuple[bool, str]:
+#: implementation name -> module (each exports probe(), list_adapters(), create())
+RUNTIMES = {"wgpu": "runtime_wgpupy", "dawn": "runtime_dawn"}
+
+
+def runtime_module(name: str | None = None):
+    """The implementation module for ``name`` (default: the one ``PYTROPICAL_WEBGPU`` selects)."""
+    name = name or implementation()
+    if name not in RUNTIMES:
+        raise ValueError(f"unknown WebGPU runtime {name!r}; known: {', '.join(RUNTIMES)}")
+    return importlib.import_module(f"{__package__}.{RUNTIMES[name]}")
+
+
+def probe_runtime(name: str | None = None) -> tuple[bool, str]:
     """(ok, reason) for the selected implementation without creating a device."""
-    name = implementation()
-    if name == "wgpu":
-        from . import runtime_wgpupy as mod
-    else:  # pragma: no cover - added with the Dawn runtime
-        try:
-            from . import runtime_dawn as mod  # type: ignore[attr-defined]
-        except ImportError as e:
-            return False, f"PYTROPICAL_WEBGPU=dawn but the Dawn runtime is unavailable: {e}"
+    name = name or implementation()
+    try:
+        mod = runtime_module(name)
+    except ImportError as e:
+        return False, f"the {name} WebGPU runtime is unavailable: {e}"
     return mod.probe()
 
 
-def list_adapters() -> list[AdapterInfo]:
+def list_adapters(name: str | None = None) -> list[AdapterInfo]:
     """Every adapter the selected implementation sees (empty when it is not installed)."""
-    name = implementation()
     try:
-        if name == "wgpu":
-            from . import runtime_wgpupy as mod
-        else:  # pragma: no cover
-            from . import runtime_dawn as mod  # type: ignore[attr-defined]
-        return mod.list_adapters()
+        return runtime_module(name).list_adapters()
     except Exception:  # noqa: BLE001 - a broken driver must not break probing
         return []
 
 
-def create_runtime() -> Runtime:
+def create_runtime(name: str | None = None) -> Runtime:
     """A new Runtime of the selected implementation on the best adapter (hardware first)."""
-    name = implementation()
-    if name == "wgpu":
-        from . import runtime_wgpupy as mod
-    else:  # pragma: no cover
-        from . import runtime_dawn as mod  # type: ignore[attr-defined]
-    return mod.create()
+    return runtime_module(name).create()
 
 
-__all__ = ["AdapterInfo", "Binding", "Copy", "Dispatch", "Limits", "Runtime", "create_runtime",
-           "implementation", "list_adapters", "probe_runtime", "software_adapter"]
+def survey() -> dict[str, dict]:
+    """Every implementation's probe and adapters, for ``info``: ``{name: {"selected", "ok",
+    "reason", "adapters": [AdapterInfo, ...]}}`` (never raises)."""
+    try:
+        selected = implementation()
+    except ValueError:
+        selected = ""
+    out = {}
+    for name in RUNTIMES:
+        try:
+            ok, reason = probe_runtime(name)
+        except Exception as e:  # noqa: BLE001
+            ok, reason = False, f"{type(e).__name__}: {e}"
+        out[name] = {"selected": name == selected, "ok": ok, "reason": reason,
+                     "adapters": list_adapters(name) if ok else []}
+    return out
+
+
+__all__ = ["RUNTIMES", "AdapterInfo", "Binding", "Copy", "Dispatch", "Limits", "Runtime",
+           "create_runtime", "implementation", "list_adapters", "probe_runtime", "runtime_module",
+           "software_adapter", "survey"]
