@@ -233,6 +233,14 @@ def git_dirty(path: Path | str | None = None) -> bool | None:
     return bool(out.stdout.strip()) if out.returncode == 0 else None
 
 
+def use_checkout() -> None:
+    """Make ``import pytropical_gpu`` find this checkout when a script runs without an install."""
+    try:
+        import pytropical_gpu  # noqa: F401
+    except ImportError:
+        sys.path.insert(0, str(RESULTS_DIR.parent.parent))
+
+
 def cpu_name() -> str:
     """The CPU model name (``/proc/cpuinfo``), else ``platform.processor()``."""
     try:
@@ -318,4 +326,4 @@ def bench_main(name: str, run: Callable[..., list[Result]], argv: Sequence[str] 
 
 __all__ = ["CheckFailed", "Result", "Timing", "bench_main", "check", "compare", "cpu_name",
            "default_json_path", "format_table", "git_commit", "git_dirty", "host_tag", "median_time",
-           "print_table", "stderr_progress", "write_json"]
+           "print_table", "stderr_progress", "use_checkout", "write_json"]
