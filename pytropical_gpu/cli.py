@@ -19,6 +19,7 @@ import os
 import platform
 import sys
 import time
+import types
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -73,8 +74,8 @@ def wgpu_adapters() -> dict[str, Any]:
 
 
 def webgpu_runtime() -> dict[str, Any]:
-    """The WebGPU implementation the wgpu backend uses (``PYTROPICAL_WEBGPU``) and, when it is not
-    wgpu-py itself, the adapters that implementation sees."""
+    """The WebGPU implementation the wgpu backend uses (``PYTROPICAL_WEBGPU``) and every
+    implementation's probe and adapters (wgpu-py with naga, Dawn with Tint)."""
     try:
         from .backends.wgpu import runtime
     except ImportError as e:
@@ -83,11 +84,13 @@ def webgpu_runtime() -> dict[str, Any]:
         name = runtime.implementation()
     except Exception as e:
         return {"error": f"{type(e).__name__}: {e}"}
-    out: dict[str, Any] = {"implementation": name}
-    if name != "wgpu":
-        out["adapters"] = [{"device": a.name, "backend_type": a.backend, "adapter_type": a.adapter_type,
-                            "is_fallback_adapter": a.is_fallback, "software": a.software}
-                           for a in runtime.list_adapters()]
+    out: dict[str, Any] = {"implementation": name, "runtimes": {}}
+    for rname, r in runtime.survey().items():
+        out["runtimes"][rname] = {
+            "selected": r["selected"], "ok": r["ok"], "reason": r["reason"],
+            "adapters": [{"device": a.name, "vendor": a.vendor, "backend_type": a.backend,
+                          "adapter_type": a.adapter_type, "is_fallback_adapter": a.is_fallback,
+                          "software": a.software} for a in r["adapters"]]}
     return out
 
 
@@ -245,12 +248,19 @@ def info_text(d: dict[str, Any]) -> str:
         lines.append(f"  [{i}] {a['device']}  backend={a['backend_type']}  type={a['adapter_type']}  "
                      f"{soft}")
     rt = d.get("webgpu_runtime", {})
-    if rt.get("implementation"):
-        lines.append(f"  wgpu backend runtime: {rt['implementation']} (PYTROPICAL_WEBGPU)")
-    for i, a in enumerate(rt.get("adapters", [])):
-        soft = "software" if a["software"] else "hardware"
-        lines.append(f"  {rt['implementation']}[{i}] {a['device']}  backend={a['backend_type']}  "
-                     f"type={a['adapter_type']}  {soft}")
+    if rt.get("implementation") or rt.get("error"):
+        lines += ["", "WebGPU runtimes of the wgpu backend (PYTROPICAL_WEBGPU=wgpu|dawn)"]
+    if rt.get("error"):
+        lines.append(f"  error: {rt['error']}")
+    compilers = {"wgpu": "wgpu-py, naga", "dawn": "Dawn via pydawn, Tint"}
+    for rname, r in rt.get("runtimes", {}).items():
+        mark = "*" if r["selected"] else " "
+        state = "ok" if r["ok"] else "unavailable"
+        lines.append(f" {mark}{rname} ({compilers.get(rname, rname)}): {state}: {r['reason']}")
+        for i, a in enumerate(r["adapters"]):
+            soft = "software" if a["software"] else "hardware"
+            lines.append(f"    {rname}[{i}] {a['device']}  backend={a['backend_type']}  "
+                         f"type={a['adapter_type']}  {soft}")
     lines += ["", "cuda devices (cupy)"]
     if "error" in d["cuda"]:
         lines.append(f"  none: {d['cuda']['error']}")
@@ -306,14 +316,15 @@ def find_benchmarks(explicit: str | None = None) -> Path | None:
 
 
 def _import_bench(folder: Path, module: str):
-    """Import ``benchmarks.<module>`` from ``folder`` (a package, so its relative imports work)."""
-    root = str(folder.parent)
+    """Import ``benchmarks.<module>`` from ``folder`` (as a package, so relative imports work),
+    whatever the folder is called and whatever else named ``benchmarks`` is importable."""
     pkg = sys.modules.get("benchmarks")
-    if pkg is not None and Path(getattr(pkg, "__file__", "") or "").resolve().parent != folder:
+    if pkg is None or list(getattr(pkg, "__path__", [])) != [str(folder)]:
         for k in [k for k in sys.modules if k == "benchmarks" or k.startswith("benchmarks.")]:
-            del sys.modules[k]  # some other "benchmarks" package was imported first
-    if root not in sys.path:
-        sys.path.insert(0, root)
+            del sys.modules[k]
+        pkg = types.ModuleType("benchmarks", "pytropical_gpu benchmark scripts")
+        pkg.__path__ = [str(folder)]
+        sys.modules["benchmarks"] = pkg
     return importlib.import_module(f"benchmarks.{module}")
 
 
