@@ -55,6 +55,24 @@ def test_info_json(tmp_path):
     assert d["versions"]["numpy"]
 
 
+def test_info_lists_both_webgpu_runtimes(monkeypatch):
+    """``info`` names every WebGPU runtime (wgpu-py and Dawn) with its probe and adapters, and
+    marks the one ``PYTROPICAL_WEBGPU`` selects."""
+    monkeypatch.setenv("PYTROPICAL_WEBGPU", "dawn")
+    d = cli.webgpu_runtime()
+    assert d["implementation"] == "dawn"
+    assert set(d["runtimes"]) == {"wgpu", "dawn"}
+    assert d["runtimes"]["dawn"]["selected"] and not d["runtimes"]["wgpu"]["selected"]
+    for r in d["runtimes"].values():
+        assert isinstance(r["reason"], str) and r["reason"]
+        assert bool(r["adapters"]) <= r["ok"]
+        for a in r["adapters"]:
+            assert {"device", "backend_type", "adapter_type", "software"} <= set(a)
+    text = cli.info_text({"versions": {}, "wgpu": {"adapters": []}, "cuda": {"devices": []},
+                          "webgpu_runtime": d, "backends": {}, "auto_gpu": None})
+    assert " *dawn (" in text and "  wgpu (" in text
+
+
 def test_info_every_available_backend_passes(tmp_path):
     """``python -m pytropical_gpu info`` exits 0 on this machine: each usable backend is correct."""
     r = _module("info", cwd=tmp_path)
