@@ -1,0 +1,242 @@
+"""The CUDA backend: CuPy arrays, kernels from ``cuda/*.cu`` compiled at run time (see kernels.py).
+
+cupy in -> cupy out without a host round trip; numpy in -> numpy out; objects exposing
+``__cuda_array_interface__`` / ``__dlpack__`` (a torch CUDA tensor) are taken zero-copy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ... import _arrays
+from ...semirings import Semiring
+from ..base import Backend, ceil_div
+from . import kernels
+
+_MAX_GRID_YZ = 65535
+_NULL = np.uint64(0)  # a null pointer argument
+
+
+def _i64(x: int) -> np.int64:
+    return np.int64(x)
+
+
+class CudaBackend(Backend):
+    """Semiring GEMM, packed boolean products and bitsliced VSA on an NVIDIA GPU through CuPy."""
+
+    name = "cuda"
+
+    def __init__(self) -> None:
+        import cupy
+
+        self._cp = cupy
+        self._sms: dict[int, int] = {}
+
+    # ---------------------------------------------------------------- array kinds
+    @property
+    def xp(self):
+        return self._cp
+
+    def asnative(self, x: Any, name: str = "array") -> Any:
+        return _arrays.to_cupy(x, name)
+
+    def describe(self) -> dict:
+        cp = self._cp
+        dev = cp.cuda.Device()
+        props = cp.cuda.runtime.getDeviceProperties(dev.id)
+        name = props["name"]
+        return {"name": self.name, "device": name.decode() if isinstance(name, bytes) else str(name),
+                "compute_capability": dev.compute_capability, "cupy": cp.__version__,
+                "cuda_runtime": cp.cuda.runtime.runtimeGetVersion(),
+                "multiprocessors": props["multiProcessorCount"]}
+
+    def _sm_count(self) -> int:
+        cp = self._cp
+        dev = cp.cuda.Device().id
+        if dev not in self._sms:
+            self._sms[dev] = int(cp.cuda.runtime.getDeviceProperties(dev)["multiProcessorCount"])
+        return self._sms[dev]
+
+    def _check_semiring(self, sr: Semiring, dt: np.dtype) -> None:
+        super()._check_semiring(sr, dt)
+        if not sr.builtin and not (sr.cuda_add and sr.cuda_mul):
+            raise TypeError(f"matmul: semiring {sr.name!r} has no CUDA expressions (cuda_add/cuda_mul); "
+                            "give them to Semiring(...) or use backend='cpu'")
+
+    # ---------------------------------------------------------------- semiring GEMM
+    def _gemm(self, a, b, sr: Semiring, c, argmax):
+        cp = self._cp
+        if sr.add_op in ("lor", "lxor"):
+            return self._gemm_bool(a, b, sr, c), None
+        dt = a.dtype
+        batch = max(a.shape[0], b.shape[0], 1 if c is None else c.shape[0])
+        m, k = a.shape[1:]
+        n = b.shape[2]
+        if sr.builtin and sr.name == "plus_times" and dt.kind == "f":  # cuBLAS
+            d = cp.matmul(a, b)
+            if d.shape[0] != batch:
+                d = cp.ascontiguousarray(cp.broadcast_to(d, (batch, m, n)))
+            return (d if c is None else d + c), None
+        spec = kernels.gemm_spec(sr, dt)
+        d = cp.empty((batch, m, n), dt)
+        idx = cp.empty((batch, m, n), np.int32) if argmax else None
+        skinny = n <= 16 and k <= 64
+        if skinny:
+            role = "skinny_arg" if argmax else "skinny"
+        elif argmax:
+            role = "small_arg"
+        else:
+            bm, bn = kernels.TILES["big"][:2]
+            role = "big" if "big" in spec.names and (
+                ceil_div(m, bm) * ceil_div(n, bn) * batch >= self._sm_count()) else "small"
+            if "dpx_" + role in spec.names and self._dpx_ok(spec, sr, dt, a, b):
+                role = "dpx_" + role
+        fn = kernels.function(spec, role)
+        itemsize = dt.itemsize
+        for z0 in range(0, batch, _MAX_GRID_YZ):
+            z1 = min(batch, z0 + _MAX_GRID_YZ)
+            nz = z1 - z0
+            pa = a if a.shape[0] == 1 else a[z0:z1]
+            pb = b if b.shape[0] == 1 else b[z0:z1]
+            pc = _NULL if c is None else (c if c.shape[0] == 1 else c[z0:z1])
+            sa = 0 if a.shape[0] == 1 else m * k
+            sb = 0 if b.shape[0] == 1 else k * n
+            sc = 0 if c is None or c.shape[0] == 1 else m * n
+            pd = d[z0:z1]
+            pi = _NULL if idx is None else idx[z0:z1]
+            if skinny:
+                total = m * n
+                blocks = max(1, min(ceil_div(total, 256), 8 * 65536))
+                fn((blocks, nz), (256,), (pa, pb, pc, pd, pi, _i64(m), _i64(n), _i64(k), _i64(sa),
+                                          _i64(sb), _i64(sc)), shared_mem=k * n * itemsize)
+            else:
+                bm, bn, _, tm, tn = kernels.TILES["small" if "small" in role else "big"]
+                gy = ceil_div(n, bn)
+                if gy > _MAX_GRID_YZ:
+                    raise ValueError(f"matmul: n = {n} is too large for one launch on cuda "
+                                     f"(at most {_MAX_GRID_YZ * bn} columns)")
+                vec = int(k % 4 == 0 and n % 4 == 0 and pa.data.ptr % 16 == 0
+                          and pb.data.ptr % 16 == 0)
+                fn((ceil_div(m, bm), gy, nz), ((bm // tm) * (bn // tn),),
+                   (pa, pb, pc, pd, pi, _i64(m), _i64(n), _i64(k), _i64(sa), _i64(sb), _i64(sc),
+                    np.int32(vec)))
+        return d, idx
+
+    def _dpx_ok(self, spec, sr, dt, a, b) -> bool:
+        """True when every operand other than the zero has |x| < 2^28 (the DPX path is exact)."""
+        cp = self._cp
+        flag = cp.zeros(1, np.int32)
+        fn = kernels.function(spec, "range_check")
+        zero = np.int32(sr.zero_for(dt))
+        for x in (a, b):
+            blocks = max(1, min(ceil_div(x.size, 256), 4096))
+            fn((blocks,), (256,), (x, _i64(x.size), zero, flag))
+        return not bool(flag.get()[0])
+
+    # ---------------------------------------------------------------- packed boolean
+    def _pack(self, bits):
+        cp = self._cp
+        r, k = bits.shape
+        w = ceil_div(k, 32)
+        out = cp.empty((r, w), np.uint32)
+        total = r * w
+        if total:
+            blocks = max(1, min(ceil_div(total, 256), 8 * 65536))
+            kernels.function(kernels.BOOLEAN, "pack")((blocks,), (256,), (
+                cp.ascontiguousarray(bits), out, _i64(r), _i64(k), _i64(w)))
+        return out
+
+    def _boolmm(self, aw, bw, role):
+        cp = self._cp
+        m, w = aw.shape
+        n = bw.shape[0]
+        d = cp.empty((m, n), np.bool_)
+        gy = ceil_div(n, 64)
+        if gy > _MAX_GRID_YZ:
+            raise ValueError(f"andor_matmul: n = {n} is too large for one launch on cuda")
+        kernels.function(kernels.BOOLEAN, role)((ceil_div(m, 64), gy), (256,),
+                                                 (aw, bw, d, _i64(m), _i64(n), _i64(w)))
+        return d
+
+    def _andor(self, aw, bw):
+        return self._boolmm(aw, bw, "or")
+
+    def _xorand(self, aw, bw):
+        return self._boolmm(aw, bw, "xor")
+
+    # ---------------------------------------------------------------- ternary VSA
+    def _bind(self, ap, an, bp, bn):
+        return kernels.elementwise("bind")(ap, an, bp, bn)
+
+    def _bundle(self, p, n, threshold):
+        cp = self._cp
+        v, r = p.shape
+        op = cp.empty(r, np.uint32)
+        on = cp.empty(r, np.uint32)
+        if threshold > v:  # |sum| <= v < threshold everywhere
+            op.fill(0)
+            on.fill(0)
+            return op, on
+        width = max(v, threshold).bit_length() + 2
+        w = next(x for x in kernels.BUNDLE_WIDTHS if x >= width)
+        blocks = max(1, min(ceil_div(r, 256), 8 * 65536))
+        kernels.function(kernels.VSA, f"bundle{w}")((blocks,), (256,), (
+            p, n, op, on, _i64(v), _i64(r), _i64(threshold)))
+        return op, on
+
+    def _dot(self, ap, an, bp, bn):
+        cp = self._cp
+        q, w = ap.shape
+        m = bp.shape[0]
+        pairs = q * m
+        if w >= 2048:
+            chunk = max(4096, ceil_div(w, _MAX_GRID_YZ))
+            out = cp.zeros(pairs, np.int64)
+            kernels.function(kernels.VSA, "dot_block")((pairs, ceil_div(w, chunk)), (256,), (
+                ap, an, bp, bn, out, _i64(m), _i64(w), _i64(chunk)))
+        else:
+            out = cp.empty(pairs, np.int64)
+            kernels.function(kernels.VSA, "dot_warp")((ceil_div(pairs, 8),), (256,), (
+                ap, an, bp, bn, out, _i64(pairs), _i64(m), _i64(w)))
+        return out.reshape(q, m)
+
+    def _nnz(self, p, n):
+        return kernels.elementwise("nnz")(p, n, axis=-1)
+
+    def _permute(self, p, n, dim, shifts):
+        cp = self._cp
+        rows, w = p.shape
+        op = cp.empty_like(p)
+        on = cp.empty_like(n)
+        total = rows * w
+        blocks = max(1, min(ceil_div(total, 256), 8 * 65536))
+        kernels.function(kernels.VSA, "permute")((blocks,), (256,), (
+            p, n, op, on, _i64(rows), _i64(w), _i64(dim), _i64(shifts)))
+        return op, on
+
+    def _accumulate(self, sign, mag, hp, hn):
+        nw = sign.size
+        blocks = max(1, min(ceil_div(nw, 256), 8 * 65536))
+        kernels.function(kernels.VSA, "accumulate")((blocks,), (256,), (
+            sign, mag, hp, hn, _i64(nw), np.int32(mag.shape[0])))
+        return sign, mag
+
+    def _harden(self, sign, mag, threshold):
+        cp = self._cp
+        nw = sign.size
+        op = cp.empty_like(sign)
+        on = cp.empty_like(sign)
+        blocks = max(1, min(ceil_div(nw, 256), 8 * 65536))
+        kernels.function(kernels.VSA, "harden")((blocks,), (256,), (
+            sign, mag, op, on, _i64(nw), np.int32(mag.shape[0]), _i64(threshold)))
+        return op, on
+
+    def _topk(self, scores, k):
+        cp = self._cp
+        order = cp.argsort(-scores, axis=-1)[:, :k]  # CuPy's argsort is stable
+        return order.astype(np.int64), cp.take_along_axis(scores, order, axis=-1)
+
+
+__all__ = ["CudaBackend"]

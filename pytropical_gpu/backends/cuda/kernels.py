@@ -1,0 +1,198 @@
+"""The CUDA modules: which ``cuda/*.cu`` source, which template instantiations, compiled how.
+
+Every kernel is a C++ template in ``cuda/``; a :class:`ModuleSpec` names one source plus the
+``name_expressions`` (template instantiations) CuPy's ``RawModule`` compiles from it with NVRTC.
+Modules are compiled on first use, once per device (CuPy also caches the binaries on disk).
+:func:`module_specs` enumerates every builtin module, so ``tests/test_cuda_compile.py`` can compile
+each instantiation with ``nvcc`` on machines without a GPU. This module imports cupy lazily.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...semirings import Semiring, get_semiring
+from ...shaders import load_source
+
+#: NVRTC options (CuPy adds ``-arch`` for the current device).
+OPTIONS: tuple[str, ...] = ("--std=c++17",)
+
+#: numpy dtype name -> C++ element type.
+CTYPES = {"float32": "float", "float64": "double", "int32": "int", "uint32": "unsigned",
+          "uint64": "unsigned long long"}
+
+#: (add_op, mul_op) of a builtin semiring -> functor template in cuda/semiring_gemm.cu.
+FUNCTORS = {("min", "plus"): "MinPlus", ("max", "plus"): "MaxPlus", ("min", "times"): "MinTimes",
+            ("max", "times"): "MaxTimes", ("min", "max"): "MinMax", ("max", "min"): "MaxMin",
+            ("plus", "times"): "PlusTimes", ("bor", "band"): "BorBand", ("bxor", "band"): "BxorBand"}
+
+#: Tile configurations (BM, BN, BK, TM, TN): "big" 128x128 with 8x8 outputs per thread for 4-byte
+#: types, "small" 64x64 with 4x4 (8-byte types, argmax, grids too small to fill the device).
+TILES = {"big": (128, 128, 8, 8, 8), "small": (64, 64, 16, 4, 4)}
+
+#: bit-sliced counter widths the bundle kernel is instantiated for.
+BUNDLE_WIDTHS = (4, 8, 16, 40)
+
+
+@dataclass(frozen=True)
+class ModuleSpec:
+    """One RawModule: ``source`` (a file in ``cuda/``) + ``extra`` code, and its instantiations."""
+
+    key: str
+    source: str
+    names: dict[str, str] = field(hash=False)
+    extra: str = ""
+
+    def code(self) -> str:
+        return load_source("cuda", self.source) + self.extra
+
+
+def _gemm_names(functor: str, itemsize: int, selective: bool, prefix: str = "") -> dict[str, str]:
+    names = {}
+    for tile, (bm, bn, bk, tm, tn) in TILES.items():
+        if tile == "big" and itemsize != 4:
+            continue
+        names[prefix + tile] = f"ptg::sr_gemm<{functor}, {bm}, {bn}, {bk}, {tm}, {tn}, false>"
+    names[prefix + "skinny"] = f"ptg::sr_gemm_skinny<{functor}, false>"
+    if selective:
+        bm, bn, bk, tm, tn = TILES["small"]
+        names[prefix + "small_arg"] = f"ptg::sr_gemm<{functor}, {bm}, {bn}, {bk}, {tm}, {tn}, true>"
+        names[prefix + "skinny_arg"] = f"ptg::sr_gemm_skinny<{functor}, true>"
+    return names
+
+
+def _literal(value, dtype: np.dtype) -> str:
+    """An exact C++ expression for a scalar of ``dtype`` (bit pattern, so ±inf and INT_MIN work)."""
+    x = np.asarray(value, dtype)
+    if dtype == np.float32:
+        return f"__int_as_float((int)0x{int(x.view(np.uint32)):08x}u)"
+    if dtype == np.float64:
+        return f"__longlong_as_double((long long)0x{int(x.view(np.uint64)):016x}ull)"
+    if dtype == np.int32:
+        return f"((int)0x{int(x.view(np.uint32)):08x}u)"
+    if dtype == np.uint32:
+        return f"0x{int(x):08x}u"
+    return f"0x{int(x):016x}ull"
+
+
+def gemm_spec(sr: Semiring, dtype: np.dtype) -> ModuleSpec:
+    """The module for semiring ``sr`` on ``dtype`` (builtin functor or one generated from
+    ``cuda_add``/``cuda_mul``)."""
+    dtype = np.dtype(dtype)
+    ct = CTYPES[dtype.name]
+    if sr.builtin:
+        functor = f"ptg::{FUNCTORS[(sr.add_op, sr.mul_op)]}<{ct}>"
+        names = _gemm_names(functor, dtype.itemsize, sr.selective)
+        if dtype == np.int32 and sr.name in ("max_plus", "min_plus"):
+            dpx = "ptg::MaxPlusDpx" if sr.name == "max_plus" else "ptg::MinPlusDpx"
+            names.update({k: v for k, v in _gemm_names(dpx, 4, False, "dpx_").items()
+                          if "skinny" not in k})
+            names["range_check"] = "ptg::dpx_range_check"
+        return ModuleSpec(f"gemm:{sr.name}:{dtype.name}", "semiring_gemm.cu", names)
+    if not (sr.cuda_add and sr.cuda_mul):
+        raise TypeError(f"matmul: semiring {sr.name!r} has no CUDA expressions (cuda_add/cuda_mul); "
+                        "give them to Semiring(...) or use backend='cpu'")
+    zero = _literal(sr.zero_for(dtype), dtype)
+    digest = hashlib.sha1(f"{sr.name}|{sr.cuda_add}|{sr.cuda_mul}|{zero}|{ct}".encode()).hexdigest()[:16]
+    struct = f"User_{digest}"
+    extra = f"""
+namespace ptg {{
+// user-defined semiring {sr.name!r} on {dtype.name}
+struct {struct} : Base<{ct}, {struct}> {{
+  __device__ __forceinline__ static {ct} zero() {{ return {zero}; }}
+  __device__ __forceinline__ static {ct} add({ct} a, {ct} b) {{ return ({ct})({sr.cuda_add}); }}
+  __device__ __forceinline__ static {ct} mul({ct} a, {ct} b) {{ return ({ct})({sr.cuda_mul}); }}
+}};
+}}  // namespace ptg
+"""
+    names = _gemm_names(f"ptg::{struct}", dtype.itemsize, sr.selective)
+    return ModuleSpec(f"gemm:user:{digest}", "semiring_gemm.cu", names, extra)
+
+
+BOOLEAN = ModuleSpec("boolean", "boolean.cu", {
+    "or": "ptg::bool_mm<false>", "xor": "ptg::bool_mm<true>", "pack": "ptg::pack_bits"})
+
+VSA = ModuleSpec("vsa", "vsa.cu", {
+    **{f"bundle{w}": f"ptg::vsa_bundle<{w}>" for w in BUNDLE_WIDTHS},
+    "dot_block": "ptg::vsa_dot_block", "dot_warp": "ptg::vsa_dot_warp",
+    "permute": "ptg::vsa_permute", "accumulate": "ptg::vsa_accumulate", "harden": "ptg::vsa_harden"})
+
+
+def module_specs() -> list[ModuleSpec]:
+    """Every builtin module (all semirings x dtypes, boolean, VSA) plus one user-defined semiring
+    per dtype: what the backend can compile, for the nvcc compile test."""
+    specs = []
+    seen = set()
+    for name in ("min_plus", "max_plus", "min_times", "max_times", "min_max", "max_min", "plus_times",
+                 "bor_band", "bxor_band"):
+        sr = get_semiring(name)
+        for dt in sr.dtypes:
+            if dt in CTYPES and (name, dt) not in seen:
+                seen.add((name, dt))
+                specs.append(gemm_spec(sr, np.dtype(dt)))
+    for dt, add, mul in (("float32", "fmaxf(a, b)", "fminf(a, b)"), ("float64", "fmax(a, b)", "a + b"),
+                         ("int32", "a + b", "max(a, b)")):
+        user = Semiring(f"user_{dt}", np.maximum, np.minimum, -np.inf, np.inf, dtypes=(dt,),
+                        cuda_add=add, cuda_mul=mul, selective=add.startswith("fmax"))
+        specs.append(gemm_spec(user, np.dtype(dt)))
+    specs += [BOOLEAN, VSA]
+    return specs
+
+
+# ------------------------------------------------------------------------------ run time
+_lock = threading.Lock()
+_modules: dict[tuple[int, str], object] = {}
+_functions: dict[tuple[int, str, str], object] = {}
+
+
+def function(spec: ModuleSpec, role: str):
+    """The compiled kernel ``spec.names[role]`` on the current device (compiled once per device)."""
+    import cupy
+
+    dev = cupy.cuda.Device().id
+    fkey = (dev, spec.key, role)
+    fn = _functions.get(fkey)
+    if fn is not None:
+        return fn
+    with _lock:
+        mkey = (dev, spec.key)
+        mod = _modules.get(mkey)
+        if mod is None:
+            mod = cupy.RawModule(code=spec.code(), options=OPTIONS,
+                                 name_expressions=list(spec.names.values()))
+            _modules[mkey] = mod
+        fn = mod.get_function(spec.names[role])
+        _functions[fkey] = fn
+        return fn
+
+
+_ew: dict[str, object] = {}
+
+
+def elementwise(name: str):
+    """CuPy Elementwise/Reduction kernels for the simple VSA maps (CuPy compiles per device)."""
+    k = _ew.get(name)
+    if k is not None:
+        return k
+    import cupy
+
+    if name == "bind":
+        k = cupy.ElementwiseKernel(
+            "uint32 ap, uint32 an, uint32 bp, uint32 bn", "uint32 p, uint32 n",
+            "p = (ap & bp) | (an & bn); n = (ap & bn) | (an & bp);", "ptg_bind")
+    elif name == "nnz":
+        k = cupy.ReductionKernel(
+            "uint32 p, uint32 n", "int64 y", "(long long)__popc(p | n)", "a + b", "y = a", "0",
+            "ptg_nnz")
+    else:  # pragma: no cover
+        raise KeyError(name)
+    _ew[name] = k
+    return k
+
+
+__all__ = ["ModuleSpec", "module_specs", "gemm_spec", "function", "elementwise", "OPTIONS", "TILES",
+           "BOOLEAN", "VSA", "CTYPES"]
