@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Sequence
 
 from .runtime import AdapterInfo, Binding, Copy, Dispatch, Limits, Runtime
 
 log = logging.getLogger("pytropical_gpu")
 
+_BINDING_RE = re.compile(
+    r"@group\(0\)\s*@binding\((\d+)\)\s*var<\s*(uniform|storage)\s*(?:,\s*(read_write|read))?\s*>")
 _OPTIONAL_FEATURES = ("subgroup", "shader-f16", "timestamp-query")
 _TYPE_RANK = {"DISCRETEGPU": 0, "INTEGRATEDGPU": 1, "VIRTUALGPU": 2, "UNKNOWN": 3, "CPU": 4}
 
@@ -137,12 +140,29 @@ class WgpuPyRuntime(Runtime):
 
     # ------------------------------------------------------------------ pipelines
     def compile(self, source: str, label: str = ""):
+        # explicit layout from the declarations: "auto" drops bindings the compiler found unused
+        wgpu = self._wgpu
+        entries = []
+        for m in _BINDING_RE.finditer(source):
+            slot, space, access = int(m.group(1)), m.group(2), m.group(3)
+            if space == "uniform":
+                kind = wgpu.BufferBindingType.uniform
+            elif access == "read_write":
+                kind = wgpu.BufferBindingType.storage
+            else:
+                kind = wgpu.BufferBindingType.read_only_storage
+            entries.append({"binding": slot, "visibility": wgpu.ShaderStage.COMPUTE,
+                            "buffer": {"type": kind}})
         try:
             module = self.device.create_shader_module(code=source, label=label)
-            return self.device.create_compute_pipeline(
-                layout="auto", compute={"module": module, "entry_point": "main"}, label=label)
+            bgl = self.device.create_bind_group_layout(entries=entries)
+            layout = self.device.create_pipeline_layout(bind_group_layouts=[bgl])
+            pipe = self.device.create_compute_pipeline(
+                layout=layout, compute={"module": module, "entry_point": "main"}, label=label)
         except Exception as e:
             raise RuntimeError(f"WGSL compilation of {label or 'a kernel'} failed: {e}") from e
+        pipe._pt_bgl = bgl  # noqa: SLF001 - keep the layout with the pipeline
+        return pipe
 
     # ------------------------------------------------------------------ commands
     def _uniforms(self, blobs: list[bytes]) -> list[int]:
@@ -186,7 +206,7 @@ class WgpuPyRuntime(Runtime):
                 size = bnd.size if bnd.size is not None else bnd.buffer.size - bnd.offset
                 entries.append({"binding": i + 1, "resource": {
                     "buffer": bnd.buffer, "offset": bnd.offset, "size": size}})
-            bg = self.device.create_bind_group(layout=cmd.pipeline.get_bind_group_layout(0),
+            bg = self.device.create_bind_group(layout=cmd.pipeline._pt_bgl,
                                                entries=entries)
             p = enc.begin_compute_pass()
             p.set_pipeline(cmd.pipeline)

@@ -1,0 +1,84 @@
+"""The ``wgpu`` Backend: the kernel contract of base.py on WGSL compute shaders."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...semirings import Semiring
+from ..base import Backend
+from . import boolean, gemm, vsa
+from .engine import Engine, get_engine
+
+
+class WgpuBackend(Backend):
+    """Semiring GEMM, packed boolean products and bitsliced VSA as WGSL compute shaders."""
+
+    name = "wgpu"
+    gemm_dtypes = frozenset({"float32", "int32", "bool", "uint32", "uint64"})
+
+    def __init__(self, engine: Engine | None = None):
+        self.engine = engine or get_engine()
+
+    def describe(self) -> dict:
+        rt = self.engine.rt
+        i = rt.info
+        return {"name": self.name, "runtime": rt.name, "device": i.name, "vendor": i.vendor,
+                "backend": i.backend, "adapter_type": i.adapter_type, "software": i.software,
+                "max_storage_binding": rt.limits.max_storage_binding,
+                "features": sorted(rt.features)}
+
+    def _check_semiring(self, sr: Semiring, dt: np.dtype) -> None:
+        if dt.name == "float64":
+            raise TypeError("matmul: the wgpu backend does not support float64 (WGSL has no f64 in "
+                            "core); use float32, or backend='cpu'/'cuda' for float64")
+        super()._check_semiring(sr, dt)
+        if not gemm.supports(sr):
+            raise TypeError(f"matmul: semiring {sr.name!r} has no WGSL expressions (wgsl_add, "
+                            "wgsl_mul); give them to run it on the wgpu backend")
+
+    # ------------------------------------------------------------------ GEMM
+    def _gemm(self, a, b, sr: Semiring, c, argmax):
+        if sr.builtin and sr.add_op in ("lor", "lxor"):
+            return self._gemm_bool(a, b, sr, c), None
+        with self.engine.lock:
+            if a.dtype == np.uint64:
+                return gemm.gemm_u64(self.engine, a, b, sr, c), None
+            return gemm.gemm(self.engine, a, b, sr, c, argmax)
+
+    # ------------------------------------------------------------------ packed boolean
+    def _pack(self, bits):
+        with self.engine.lock:
+            return boolean.pack(self.engine, bits)
+
+    def _andor(self, aw, bw):
+        with self.engine.lock:
+            return boolean.andor(self.engine, aw, bw, xor=False)
+
+    def _xorand(self, aw, bw):
+        with self.engine.lock:
+            return boolean.andor(self.engine, aw, bw, xor=True)
+
+    # ------------------------------------------------------------------ ternary VSA
+    def _bind(self, ap, an, bp, bn):
+        with self.engine.lock:
+            return vsa.bind(self.engine, ap, an, bp, bn)
+
+    def _bundle(self, p, n, threshold):
+        with self.engine.lock:
+            return vsa.bundle(self.engine, p, n, threshold)
+
+    def _dot(self, ap, an, bp, bn):
+        with self.engine.lock:
+            return vsa.dot(self.engine, ap, an, bp, bn)
+
+    def _permute(self, p, n, dim, shifts):
+        with self.engine.lock:
+            return vsa.permute(self.engine, p, n, dim, shifts)
+
+    def _accumulate(self, sign, mag, hp, hn):
+        with self.engine.lock:
+            return vsa.accumulate(self.engine, sign, mag, hp, hn)
+
+    def _harden(self, sign, mag, threshold):
+        with self.engine.lock:
+            return vsa.harden(self.engine, sign, mag, threshold)

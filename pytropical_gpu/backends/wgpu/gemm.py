@@ -1,0 +1,179 @@
+"""Semiring GEMM on WGSL: kernel selection, parameters, and tiling beyond one binding/dispatch.
+
+Three kernels from two templates: ``gemm_tiled`` (register-blocked, vec4 accumulators, unrolled
+k-tile: the throughput path), ``gemm_simple`` with ``KCONST`` (skinny shapes, one thread per output,
+no padding to a big tile) and ``gemm_simple`` with ``ARGMAX``. Work larger than one storage binding
+or one dispatch runs as several blocks (batch entries x row blocks x column blocks).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...semirings import Semiring
+from .engine import WG, Engine, pack_params
+from .templating import WGSL_TYPES, literal
+
+#: the big tile (measured 19.2 TOPS for min_plus f32 on an H200 through Vulkan)
+TILE = {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8}
+#: a smaller tile for mid-sized problems (more workgroups)
+TILE_SMALL = {"BM": 64, "BN": 64, "BK": 8, "TM": 4, "TN": 4}
+SKINNY_K = 16
+SKINNY_N = 16
+
+_ADD = {"min": "min(a, b)", "max": "max(a, b)", "plus": "a + b", "bor": "a | b", "bxor": "a ^ b"}
+_MUL = {"plus": "a + b", "times": "a * b", "max": "max(a, b)", "min": "min(a, b)", "band": "a & b"}
+
+
+@dataclass(frozen=True)
+class SemiringCode:
+    """The template parameters of one (semiring, dtype, guard) combination."""
+
+    T: str
+    ZERO: str
+    ONE: str
+    ADD: str
+    MUL: str
+    GUARD: str
+    USER: bool
+    ADD_OP: str
+
+    def params(self) -> dict:
+        return dict(T=self.T, ZERO=self.ZERO, ONE=self.ONE, ADD=self.ADD, MUL=self.MUL,
+                    GUARD=self.GUARD, USER=self.USER, ADD_OP=self.ADD_OP)
+
+
+def supports(sr: Semiring) -> bool:
+    return sr.builtin or (sr.wgsl_add is not None and sr.wgsl_mul is not None)
+
+
+def semiring_code(sr: Semiring, dt: np.dtype, special: bool) -> SemiringCode:
+    """``special``: operands contain the zero/inf (float) or may saturate (int): guard ⊗."""
+    T = WGSL_TYPES[dt.name]
+    zero = literal(sr.zero_for(dt), dt)
+    one = literal(sr.one_for(dt), dt)
+    if not sr.builtin:
+        return SemiringCode(T, zero, one, sr.wgsl_add, sr.wgsl_mul, "none", True,
+                            "user")
+    guard = "none"
+    if sr.guarded and special:
+        if dt.kind == "f":
+            guard = "float_plus" if sr.mul_op == "plus" else "float_times"
+        else:
+            guard = "int_plus" if sr.mul_op == "plus" else "int_times"
+    return SemiringCode(T, zero, one, _ADD[sr.add_op], _MUL[sr.mul_op], guard, False, sr.add_op)
+
+
+def needs_guard(sr: Semiring, a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether ⊗ needs its guarded form for these operands (same tests as the cpu reference)."""
+    if not sr.guarded:
+        return False
+    dt = a.dtype
+    if dt.kind == "f":
+        return bool(np.isinf(a).any()) or bool(np.isinf(b).any())
+    zero = sr.zero_for(dt)
+    if bool((a == zero).any()) or bool((b == zero).any()):
+        return True
+    if sr.mul_op == "plus":
+        amax = int(np.abs(a.astype(np.int64)).max()) if a.size else 0
+        bmax = int(np.abs(b.astype(np.int64)).max()) if b.size else 0
+        return amax + bmax > np.iinfo(dt).max
+    return False
+
+
+def choose_kernel(m: int, n: int, k: int, argmax: bool) -> tuple[str, dict]:
+    if argmax:
+        return "gemm_simple", {"ARGMAX": True, "KCONST": 0, "WG": WG}
+    if k <= SKINNY_K and n <= SKINNY_N:
+        return "gemm_simple", {"ARGMAX": False, "KCONST": k, "WG": WG}
+    if m * n <= (1 << 20) or min(m, n) < 128:
+        return "gemm_tiled", dict(TILE_SMALL)
+    return "gemm_tiled", dict(TILE)
+
+
+def gemm(eng: Engine, a: np.ndarray, b: np.ndarray, sr: Semiring, c, argmax: bool):
+    """The backend's ``_gemm`` for numeric semirings on numpy operands (see base.py)."""
+    dt = a.dtype
+    ba, m, k = a.shape
+    bb, _, n = b.shape
+    bc = 0 if c is None else c.shape[0]
+    batch = max(ba, bb, bc)
+    code = semiring_code(sr, dt, needs_guard(sr, a, b))
+    kname, kp = choose_kernel(m, n, k, argmax)
+    pipe = eng.pipeline(kname, **code.params(), **kp, HAS_C=c is not None)
+    d = np.empty((batch, m, n), dt)
+    idx = np.empty((batch, m, n), np.int32) if argmax else None
+    item = dt.itemsize
+    lim = eng.max_binding
+    wmax = eng.limits.max_workgroups_per_dim
+    tiled = kname == "gemm_tiled"
+    # batch entries per dispatch, rows and columns per block: every binding within the limit
+    whole = max(ba * m * k, bb * k * n, batch * m * n) * item <= lim and batch <= wmax
+    if tiled:
+        whole = whole and -(-m // kp["BM"]) <= wmax and -(-n // kp["BN"]) <= wmax
+    if whole:
+        plans = [(0, batch, 0, m, 0, n)]
+    else:
+        nb = n
+        if k * n * item > lim:
+            nb = max(4, (lim // (k * item)) // 4 * 4)
+        if tiled:
+            nb = min(nb, wmax * kp["BN"])
+        mb = max(1, min(m, lim // max(k * item, nb * item)))
+        if tiled:
+            mb = min(mb, wmax * kp["BM"])
+        else:
+            mb = min(mb, max(1, (wmax * wmax * WG) // nb))
+        plans = [(bi, bi + 1, m0, min(m, m0 + mb), n0, min(n, n0 + nb))
+                 for bi in range(batch) for m0 in range(0, m, mb) for n0 in range(0, n, nb)]
+    for (b0, b1, m0, m1, n0, n1) in plans:
+        nbat = b1 - b0
+        if whole:
+            ab, bbuf, cbk = a, b, c
+        else:
+            ab = np.ascontiguousarray(a[b0 % ba][None, m0:m1])
+            bbuf = np.ascontiguousarray(b[b0 % bb][None, :, n0:n1])
+            cbk = None if c is None else np.ascontiguousarray(c[b0 % bc][None, m0:m1, n0:n1])
+        mm, nn = m1 - m0, n1 - n0
+        bufs = [eng.upload(ab), eng.upload(bbuf)]
+        dbuf = eng.alloc(nbat * mm * nn * item)
+        binds = [bufs[0].binding(), bufs[1].binding(), dbuf.binding()]
+        ibuf = None
+        if argmax:
+            ibuf = eng.alloc(nbat * mm * nn * 4)
+            binds.append(ibuf.binding())
+        if cbk is not None:
+            bufs.append(eng.upload(cbk))
+            binds.append(bufs[-1].binding())
+        a_bs = mm * k if ab.shape[0] > 1 else 0
+        b_bs = k * nn if bbuf.shape[0] > 1 else 0
+        c_bs = mm * nn if (cbk is not None and cbk.shape[0] > 1) else 0
+        if tiled:
+            groups = (-(-nn // kp["BN"]), -(-mm // kp["BM"]), nbat)
+            params = pack_params(mm, nn, k, a_bs, b_bs, c_bs, mm * nn, 0)
+        else:
+            gx, gy, _ = eng.grid(-(-(mm * nn) // WG))
+            groups = (gx, gy, nbat)
+            params = pack_params(mm, nn, k, a_bs, b_bs, c_bs, mm * nn, gx)
+        eng.submit([eng.dispatch(pipe, binds, groups, params)])
+        out = eng.download(dbuf, dt, (nbat, mm, nn))
+        d[b0:b1, m0:m1, n0:n1] = out
+        if argmax:
+            idx[b0:b1, m0:m1, n0:n1] = eng.download(ibuf, np.int32, (nbat, mm, nn))
+        eng.release(*bufs, dbuf, ibuf)
+    return d, idx
+
+
+def gemm_u64(eng: Engine, a, b, sr, c):
+    """uint64 bitwise semirings as two independent uint32 lanes (lo and hi words)."""
+    lanes = []
+    for lane in (0, 1):
+        al = np.ascontiguousarray(a.view(np.uint32)[..., lane::2])
+        bl = np.ascontiguousarray(b.view(np.uint32)[..., lane::2])
+        cl = None if c is None else np.ascontiguousarray(c.view(np.uint32)[..., lane::2])
+        lanes.append(gemm(eng, al, bl, sr, cl, False)[0])
+    out = np.empty(lanes[0].shape + (2,), np.uint32)
+    out[..., 0], out[..., 1] = lanes
+    return out.view(np.uint64).reshape(lanes[0].shape)

@@ -1,0 +1,52 @@
+"""WGSL templates: jinja2 in pygfx style (``{$ $}`` blocks, ``$$`` line statements, strict).
+
+A template is a file ``wgsl/<name>.wgsl`` loaded through :func:`pytropical_gpu.shaders.load_source`;
+a parameter the template uses but the caller did not give is an error (``StrictUndefined``), never
+empty text. Helpers for exact WGSL literals of numpy scalars live here too.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jinja2
+import numpy as np
+
+from ...shaders import load_source
+
+WGSL_TYPES = {"float32": "f32", "int32": "i32", "uint32": "u32"}
+
+
+@functools.lru_cache(maxsize=1)
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(
+        block_start_string="{$", block_end_string="$}", variable_start_string="{{",
+        variable_end_string="}}", line_statement_prefix="$$", undefined=jinja2.StrictUndefined,
+        trim_blocks=True, lstrip_blocks=True, autoescape=False, keep_trailing_newline=True,
+        loader=jinja2.FunctionLoader(lambda name: load_source("wgsl", name)))
+
+
+@functools.cache
+def _template(name: str) -> jinja2.Template:
+    return _env().get_template(name if name.endswith(".wgsl") else name + ".wgsl")
+
+
+def render(name: str, **params) -> str:
+    """The WGSL text of template ``name`` with ``params`` substituted."""
+    return _template(name).render(**params)
+
+
+def literal(value, dtype) -> str:
+    """An exact WGSL constant expression for a numpy scalar (inf and INT_MIN included)."""
+    dt = np.dtype(dtype)
+    bits = int(np.asarray(value, dt).view(np.uint32 if dt.itemsize == 4 else np.uint8))
+    if dt.name == "float32":
+        return f"bitcast<f32>({bits:#010x}u)"
+    if dt.name == "int32":
+        return f"bitcast<i32>({bits:#010x}u)"
+    if dt.name == "uint32":
+        return f"{bits:#010x}u"
+    raise TypeError(f"wgpu: no WGSL type for dtype {dt.name}")
+
+
+__all__ = ["WGSL_TYPES", "literal", "render"]

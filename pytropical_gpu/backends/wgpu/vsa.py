@@ -1,0 +1,149 @@
+"""Bitsliced ternary VSA kernels: bind, bundle, dot (two-level exact), permute, accumulate, harden.
+
+Arrays are uint32 word planes (see base.py's kernel contract). Work beyond one storage binding runs
+in chunks of words or rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .engine import WG, Engine, pack_params
+
+
+def _chunks(total: int, per: int):
+    per = max(1, per)
+    for s in range(0, total, per):
+        yield s, min(total, s + per)
+
+
+def bind(eng: Engine, ap, an, bp, bn):
+    shape = ap.shape
+    flat = [np.ascontiguousarray(x).reshape(-1) for x in (ap, an, bp, bn)]
+    total = flat[0].size
+    op, on = np.empty(total, np.uint32), np.empty(total, np.uint32)
+    pipe = eng.pipeline("vsa_elementwise", OP="bind", BITS=0, WG=WG)
+    for s, e in _chunks(total, eng.max_binding // 4):
+        ins = [eng.upload(x[s:e]) for x in flat]
+        outs = [eng.alloc((e - s) * 4) for _ in range(2)]
+        gx, gy, _ = eng.grid(-(-(e - s) // WG))
+        eng.submit([eng.dispatch(pipe, [b.binding() for b in ins + outs], (gx, gy, 1),
+                                 pack_params(e - s, gx, 0, 0))])
+        op[s:e] = eng.download(outs[0], np.uint32, (e - s,))
+        on[s:e] = eng.download(outs[1], np.uint32, (e - s,))
+        eng.release(*ins, *outs)
+    return op.reshape(shape), on.reshape(shape)
+
+
+def bundle(eng: Engine, p, n, threshold: int):
+    v, r = p.shape
+    width = max(v, threshold).bit_length() + 2
+    pipe = eng.pipeline("vsa_bundle", WIDTH=width, WG=WG)
+    op, on = np.empty(r, np.uint32), np.empty(r, np.uint32)
+    for s, e in _chunks(r, eng.max_binding // (4 * v)):
+        ins = [eng.upload(np.ascontiguousarray(x[:, s:e])) for x in (p, n)]
+        outs = [eng.alloc((e - s) * 4) for _ in range(2)]
+        gx, gy, _ = eng.grid(-(-(e - s) // WG))
+        eng.submit([eng.dispatch(pipe, [b.binding() for b in ins + outs], (gx, gy, 1),
+                                 pack_params(v, e - s, threshold, gx))])
+        op[s:e] = eng.download(outs[0], np.uint32, (e - s,))
+        on[s:e] = eng.download(outs[1], np.uint32, (e - s,))
+        eng.release(*ins, *outs)
+    return op, on
+
+
+def _wpt(w: int) -> int:
+    return int(min(64, max(1, -(-w // 256))))
+
+
+def dot(eng: Engine, ap, an, bp, bn):
+    q, w = ap.shape
+    m = bp.shape[0]
+    out = np.empty((q, m), np.int64)
+    pipe = eng.pipeline("vsa_dot")
+    wpt = _wpt(w)
+    chunks = -(-w // (256 * wpt))
+    lim = eng.max_binding
+    rows = max(1, lim // (4 * w))
+    wmax = eng.limits.max_workgroups_per_dim
+    for q0, q1 in _chunks(q, rows):
+        qa = [eng.upload(x[q0:q1]) for x in (ap, an)]
+        # memory rows per dispatch: partials and the workgroup grid stay within the limits
+        per = max(1, min(rows, lim // (4 * chunks * (q1 - q0)),
+                         (wmax * wmax) // (chunks * (q1 - q0))))
+        for m0, m1 in _chunks(m, per):
+            mb = [eng.upload(x[m0:m1]) for x in (bp, bn)]
+            nwg = (q1 - q0) * (m1 - m0) * chunks
+            res = eng.alloc(nwg * 4)
+            gx, gy, _ = eng.grid(nwg)
+            eng.submit([eng.dispatch(pipe, [b.binding() for b in qa + mb] + [res.binding()],
+                                     (gx, gy, 1),
+                                     pack_params(q1 - q0, m1 - m0, w, chunks, wpt, gx, 0, 0))])
+            part = eng.download(res, np.int32, (q1 - q0, m1 - m0, chunks))
+            out[q0:q1, m0:m1] = part.sum(axis=-1, dtype=np.int64)
+            eng.release(*mb, res)
+        eng.release(*qa)
+    return out
+
+
+def permute(eng: Engine, p, n, dim: int, shifts: int):
+    rows, w = p.shape
+    pipe = eng.pipeline("vsa_permute", WG=WG)
+    outs = []
+    for x in (p, n):
+        out = np.empty((rows, w), np.uint32)
+        for r0, r1 in _chunks(rows, eng.max_binding // (4 * w)):
+            src = eng.upload(x[r0:r1])
+            dst = eng.alloc((r1 - r0) * w * 4)
+            total = (r1 - r0) * w
+            gx, gy, _ = eng.grid(-(-total // WG))
+            eng.submit([eng.dispatch(pipe, [src.binding(), dst.binding()], (gx, gy, 1),
+                                     pack_params(total, w, dim, shifts, gx, 0, 0, 0))])
+            out[r0:r1] = eng.download(dst, np.uint32, (r1 - r0, w))
+            eng.release(src, dst)
+        outs.append(out)
+    return outs[0], outs[1]
+
+
+def accumulate(eng: Engine, sign, mag, hp, hn):
+    bits = mag.shape[0]
+    shape = sign.shape
+    total = sign.size
+    s_flat = sign.reshape(-1)
+    m_flat = mag.reshape(bits, -1)
+    hp, hn = hp.reshape(-1), hn.reshape(-1)
+    s_out = np.empty(total, np.uint32)
+    m_out = np.empty((bits, total), np.uint32)
+    pipe = eng.pipeline("vsa_elementwise", OP="accumulate", BITS=bits, WG=WG)
+    for s, e in _chunks(total, eng.max_binding // (4 * bits)):
+        sb = eng.upload(s_flat[s:e])
+        mbuf = eng.upload(np.ascontiguousarray(m_flat[:, s:e]))
+        hb = [eng.upload(hp[s:e]), eng.upload(hn[s:e])]
+        gx, gy, _ = eng.grid(-(-(e - s) // WG))
+        eng.submit([eng.dispatch(pipe, [sb.binding(), mbuf.binding()] + [b.binding() for b in hb],
+                                 (gx, gy, 1), pack_params(e - s, gx, 0, 0))])
+        s_out[s:e] = eng.download(sb, np.uint32, (e - s,))
+        m_out[:, s:e] = eng.download(mbuf, np.uint32, (bits, e - s))
+        eng.release(sb, mbuf, *hb)
+    return s_out.reshape(shape), m_out.reshape((bits,) + shape)
+
+
+def harden(eng: Engine, sign, mag, threshold: int):
+    bits = mag.shape[0]
+    shape = sign.shape
+    total = sign.size
+    s_flat = sign.reshape(-1)
+    m_flat = mag.reshape(bits, -1)
+    op, on = np.empty(total, np.uint32), np.empty(total, np.uint32)
+    pipe = eng.pipeline("vsa_elementwise", OP="harden", BITS=bits, WG=WG)
+    for s, e in _chunks(total, eng.max_binding // (4 * bits)):
+        sb = eng.upload(s_flat[s:e])
+        mbuf = eng.upload(np.ascontiguousarray(m_flat[:, s:e]))
+        outs = [eng.alloc((e - s) * 4) for _ in range(2)]
+        gx, gy, _ = eng.grid(-(-(e - s) // WG))
+        eng.submit([eng.dispatch(pipe, [sb.binding(), mbuf.binding()] + [b.binding() for b in outs],
+                                 (gx, gy, 1), pack_params(e - s, gx, threshold, 0))])
+        op[s:e] = eng.download(outs[0], np.uint32, (e - s,))
+        on[s:e] = eng.download(outs[1], np.uint32, (e - s,))
+        eng.release(sb, mbuf, *outs)
+    return op.reshape(shape), on.reshape(shape)

@@ -1,0 +1,115 @@
+// Register-blocked semiring GEMM: D[b] = (C[b] ⊕) A[b] ⊗ B[b].
+// Workgroup tile BM x BN, k-tile BK, each thread TM x TN outputs held in vec4 accumulators; the
+// k-tile body is generated fully unrolled (no dynamically indexed private arrays).
+{$ include "semiring_ops.wgsl" $}
+
+struct Params { m: u32, n: u32, k: u32, a_bs: u32, b_bs: u32, c_bs: u32, d_bs: u32, pad: u32 };
+@group(0) @binding(0) var<uniform> P: Params;
+@group(0) @binding(1) var<storage, read> A: array<T>;
+@group(0) @binding(2) var<storage, read> B: array<T>;
+@group(0) @binding(3) var<storage, read_write> D: array<T>;
+$$ if HAS_C
+@group(0) @binding(4) var<storage, read> C: array<T>;
+$$ endif
+
+fn pad_b() -> T { return {{ ONE }}; }
+$$ set NT = (BM // TM) * (BN // TN)
+$$ set TN4 = TN // 4
+$$ set BN4 = BN // 4
+var<workgroup> As: array<T, {{ BK * BM }}>;
+var<workgroup> Bs: array<V, {{ BK * BN4 }}>;
+
+@compute @workgroup_size({{ NT }})
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let row0 = wg.y * {{ BM }}u;
+    let col0 = wg.x * {{ BN }}u;
+    let abase = wg.z * P.a_bs;
+    let bbase = wg.z * P.b_bs;
+    let tx = lid % {{ BN // TN }}u;
+    let ty = lid / {{ BN // TN }}u;
+    let arow = ty * {{ TM }}u;
+    let bcol4 = tx * {{ TN4 }}u;
+$$ for i in range(TM)
+$$ for j in range(TN4)
+    var acc_{{ i }}_{{ j }} = V(zero());
+$$ endfor
+$$ endfor
+    for (var k0 = 0u; k0 < P.k; k0 = k0 + {{ BK }}u) {
+        // A tile (BM x BK) -> As[kk * BM + r]; padding: A = zero, B = one, so pad ⊗ pad = zero
+$$ for l in range((BM * BK + NT - 1) // NT)
+        if ({{ "true" if (l + 1) * NT <= BM * BK else "lid < %du" % (BM * BK - l * NT) }}) {
+            let e = lid + {{ l * NT }}u;
+            let r = e / {{ BK }}u;
+            let kk = e % {{ BK }}u;
+            let gr = row0 + r;
+            let gk = k0 + kk;
+            var v = zero();
+            if (gr < P.m && gk < P.k) { v = A[abase + gr * P.k + gk]; }
+            As[kk * {{ BM }}u + r] = v;
+        }
+$$ endfor
+        // B tile (BK x BN) -> Bs[kk * BN4 + c4] as vec4
+$$ for l in range((BN4 * BK + NT - 1) // NT)
+        if ({{ "true" if (l + 1) * NT <= BN4 * BK else "lid < %du" % (BN4 * BK - l * NT) }}) {
+            let e = lid + {{ l * NT }}u;
+            let kk = e / {{ BN4 }}u;
+            let c = col0 + (e % {{ BN4 }}u) * 4u;
+            let gk = k0 + kk;
+            var v = V(pad_b());
+            if (gk < P.k) {
+                let o = bbase + gk * P.n + c;
+                if (c + 3u < P.n) {
+                    v = V(B[o], B[o + 1u], B[o + 2u], B[o + 3u]);
+                } else {
+                    if (c < P.n) { v.x = B[o]; }
+                    if (c + 1u < P.n) { v.y = B[o + 1u]; }
+                    if (c + 2u < P.n) { v.z = B[o + 2u]; }
+                }
+            }
+            Bs[e] = v;
+        }
+$$ endfor
+        workgroupBarrier();
+$$ for kk in range(BK)
+        {
+$$ for i in range(TM)
+            let a{{ i }} = V(As[{{ kk * BM + i }}u + arow]);
+$$ endfor
+$$ for j in range(TN4)
+            let b{{ j }} = Bs[{{ kk * BN4 + j }}u + bcol4];
+$$ endfor
+$$ for i in range(TM)
+$$ for j in range(TN4)
+            acc_{{ i }}_{{ j }} = add4(acc_{{ i }}_{{ j }}, mul4(a{{ i }}, b{{ j }}));
+$$ endfor
+$$ endfor
+        }
+$$ endfor
+        workgroupBarrier();
+    }
+    let dbase = wg.z * P.d_bs;
+$$ if HAS_C
+    let cbase = wg.z * P.c_bs;
+$$ endif
+$$ for i in range(TM)
+    {
+        let r = row0 + arow + {{ i }}u;
+        if (r < P.m) {
+$$ for j in range(TN4)
+$$ for c in range(4)
+            {
+                let col = col0 + (bcol4 + {{ j }}u) * 4u + {{ c }}u;
+                if (col < P.n) {
+$$ if HAS_C
+                    D[dbase + r * P.n + col] = add1(C[cbase + r * P.n + col], acc_{{ i }}_{{ j }}.{{ "xyzw"[c] }});
+$$ else
+                    D[dbase + r * P.n + col] = acc_{{ i }}_{{ j }}.{{ "xyzw"[c] }};
+$$ endif
+                }
+            }
+$$ endfor
+$$ endfor
+        }
+    }
+$$ endfor
+}
