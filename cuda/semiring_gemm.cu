@@ -124,8 +124,8 @@ template <typename T> struct BxorBand : Base<T, BxorBand<T> > {
 
 // int32 max_plus / min_plus through Hopper's DPX (__viaddmax_s32: max(a + b, c) in one
 // instruction; emulated before sm_90). Exact only when the host has checked that every operand
-// other than the zero satisfies |x| < 2^28: the zero is mapped to the sentinel ∓2^30 on load, so
-// no sum wraps, every sum involving a zero lies below -2^29 (above 2^29 for min) and maps back.
+// other than the zero satisfies |x| < 2^28: the zero is mapped on load to the sentinel -2^30
+// (max) or 2^30 - 1 (min), so no sum wraps, every sum involving a zero lies below -2^29 (above 2^29 for min) and maps back.
 struct MaxPlusDpx : Base<int, MaxPlusDpx> {
   __device__ __forceinline__ static int zero() { return Lim<int>::lo(); }
   __device__ __forceinline__ static int add(int x, int y) { return max(x, y); }
@@ -140,7 +140,7 @@ struct MinPlusDpx : Base<int, MinPlusDpx> {
   __device__ __forceinline__ static int add(int x, int y) { return min(x, y); }
   __device__ __forceinline__ static int mul(int a, int b) { return a + b; }
   __device__ __forceinline__ static int fma(int acc, int a, int b) { return __viaddmin_s32(a, b, acc); }
-  __device__ __forceinline__ static int load_map(int x) { return x == zero() ? (1 << 30) : x; }
+  __device__ __forceinline__ static int load_map(int x) { return x == zero() ? (1 << 30) - 1 : x; }
   __device__ __forceinline__ static int store_map(int x) { return x > (1 << 29) ? zero() : x; }
   __device__ __forceinline__ static bool better(int v, int acc) { return v < acc; }
 };
