@@ -2,7 +2,9 @@
 // add1/mul1 act on scalars, add4/mul4 on vec4 (the register-blocked accumulators).
 alias T = {{ T }};
 alias V = vec4<{{ T }}>;
-// naga cannot const-evaluate bitcast, so the constants are functions (inlined by the driver)
+// The constants are functions, and float bit patterns pass through f32_bits' parameter: naga cannot
+// const-evaluate bitcast, and Tint const-evaluates bitcast<f32>(0x7f800000u) and rejects the inf.
+fn f32_bits(b: u32) -> f32 { return bitcast<f32>(b); }
 fn zero() -> T { return {{ ZERO }}; }
 
 fn add1(a: T, b: T) -> T { return {{ ADD }}; }
@@ -21,7 +23,7 @@ fn mul1(a: T, b: T) -> T { return select(a + b, zero(), (a == zero()) || (b == z
 fn mul4(a: V, b: V) -> V { let z = V(zero()); return select(a + b, z, (a == z) | (b == z)); }
 $$ elif GUARD == "float_times"
 // the zero is absorbing and 0 * inf (NaN) becomes the zero; no NaN comparison needed
-fn inf() -> T { return bitcast<f32>(0x7f800000u); }
+fn inf() -> T { return f32_bits(0x7f800000u); }
 fn add4(a: V, b: V) -> V { return {{ ADD }}; }
 fn mul1(a: T, b: T) -> T {
     let bad = (a == zero()) || (b == zero()) || (abs(a) == inf() && b == 0.0) || (abs(b) == inf() && a == 0.0);

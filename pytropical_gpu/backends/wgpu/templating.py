@@ -36,12 +36,22 @@ def render(name: str, **params) -> str:
     return _template(name).render(**params)
 
 
+#: WGSL helper that every template using a float :func:`literal` declares (semiring_ops.wgsl does).
+F32_BITS_FN = "fn f32_bits(b: u32) -> f32 { return bitcast<f32>(b); }"
+
+
 def literal(value, dtype) -> str:
-    """An exact WGSL constant expression for a numpy scalar (inf and INT_MIN included)."""
+    """An exact WGSL expression for a numpy scalar (inf and INT_MIN included).
+
+    A float goes through ``f32_bits(bits)`` (see :data:`F32_BITS_FN`), never ``bitcast<f32>(0x...u)``
+    directly: naga cannot const-evaluate ``bitcast`` (so it may not initialise a ``const``), and Tint
+    const-evaluates ``bitcast`` of a constant everywhere and rejects an infinite result ("value inf
+    cannot be represented as 'f32'"). A function parameter is never a const-expression, so both
+    compilers accept it and the driver folds the call."""
     dt = np.dtype(dtype)
     bits = int(np.asarray(value, dt).view(np.uint32 if dt.itemsize == 4 else np.uint8))
     if dt.name == "float32":
-        return f"bitcast<f32>({bits:#010x}u)"
+        return f"f32_bits({bits:#010x}u)"
     if dt.name == "int32":
         return f"bitcast<i32>({bits:#010x}u)"
     if dt.name == "uint32":
@@ -49,4 +59,4 @@ def literal(value, dtype) -> str:
     raise TypeError(f"wgpu: no WGSL type for dtype {dt.name}")
 
 
-__all__ = ["WGSL_TYPES", "literal", "render"]
+__all__ = ["F32_BITS_FN", "WGSL_TYPES", "literal", "render"]
