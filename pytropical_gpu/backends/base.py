@@ -156,12 +156,13 @@ class Backend:
     def pack_rows(self, a: Any) -> PackedRows:
         """Pack a bool (m, k) matrix along k, 32 per uint32 word; see :class:`PackedRows`."""
         A = self._bool2d(a, "pack_rows")
-        return PackedRows(self._pack_checked(A), A.shape[1])
+        return PackedRows(_arrays.to_kind(self._pack_checked(A), _arrays.kind_of(a)), A.shape[1])
 
     def pack_cols(self, b: Any) -> PackedCols:
         """Pack a bool (k, n) matrix along k (column-wise); see :class:`PackedCols`."""
         B = self._bool2d(b, "pack_cols")
-        return PackedCols(self._pack_checked(self.xp.ascontiguousarray(B.T)), B.shape[0])
+        return PackedCols(_arrays.to_kind(self._pack_checked(self.xp.ascontiguousarray(B.T)),
+                                          _arrays.kind_of(b)), B.shape[0])
 
     def _pack_checked(self, bits: Any) -> Any:
         r, k = bits.shape
