@@ -69,11 +69,12 @@ def test_failed_check_exits_nonzero(monkeypatch, capsys):
     assert "CHECK FAILED" in capsys.readouterr().out
 
 
-def test_runs_as_a_script():
+def test_runs_as_a_script_with_automatic_backend():
+    """As a newcomer runs it: a separate process, no --backend (the default context decides)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(EXAMPLES_DIR.parent)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
-    r = subprocess.run([sys.executable, str(EXAMPLES_DIR / "bitlanes.py"), "--n", "40", "--backend",
-                        "cpu", "--quiet"], capture_output=True, text=True, env=env, timeout=120)
+    r = subprocess.run([sys.executable, str(EXAMPLES_DIR / "bitlanes.py"), "--n", "40", "--quiet"],
+                       capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "CHECK PASSED" in r.stdout
 
