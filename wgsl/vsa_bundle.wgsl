@@ -36,7 +36,11 @@ $$ endfor
     var bn = 0u;
 $$ for j in range(WIDTH)
     {
+$$ if j < 32
         let tj = select(0u, 0xffffffffu, ((P.t >> {{ j }}u) & 1u) == 1u);
+$$ else
+        let tj = 0u;  // t is a u32 (a constant shift by >= 32 is a WGSL error in naga and Tint)
+$$ endif
         let qn = cn{{ j }} ^ tj ^ can;
         can = (cn{{ j }} & tj) | (can & (cn{{ j }} ^ tj));
         let qp = cp{{ j }} ^ tj ^ cap;

@@ -37,6 +37,9 @@ def bind(eng: Engine, ap, an, bp, bn):
 
 def bundle(eng: Engine, p, n, threshold: int):
     v, r = p.shape
+    # |s| <= v, so any threshold above v gives the same all-zero result: clamp it (keeps the counter
+    # WIDTH and the u32 parameter small; threshold >= 2**30 once emitted an invalid WIDTH=33 shader)
+    threshold = min(int(threshold), v + 1)
     width = max(v, threshold).bit_length() + 2
     pipe = eng.pipeline("vsa_bundle", WIDTH=width, WG=WG)
     op, on = np.empty(r, np.uint32), np.empty(r, np.uint32)
