@@ -242,3 +242,75 @@ def test_create_runtime_follows_env(monkeypatch, name):
         assert rt.name == name
     finally:
         rt.close()
+
+
+# ---------------------------------------------------------------------------- every shader variant
+def _first_error_lines(msg: str, n: int = 4) -> str:
+    lines = [ln for ln in str(msg).splitlines() if ln.strip()]
+    return " / ".join(lines[:n])
+
+
+@pytest.mark.parametrize("name", list(RUNTIMES))
+def test_every_shader_variant_compiles(name):
+    """Every template variant the wgpu backend can emit (semiring x dtype x guard x tile config x
+    KCONST x argmax x epilogue, packed boolean, each VSA kernel, each BITS and bundle WIDTH) builds a
+    compute pipeline on this runtime: naga (wgpu-py) and Tint (Dawn) both accept every shader."""
+    from pytropical_gpu.backends.wgpu import variants
+
+    rt = get_runtime(name)
+    srcs = variants.sources()
+    failures = []
+    for src, vs in srcs.items():
+        try:
+            rt.compile(src, vs[0].label)
+        except RuntimeError as e:
+            failures.append(f"{vs[0].label} (+{len(vs) - 1} alike): {_first_error_lines(e)}")
+    assert not failures, (f"{len(failures)} of {len(srcs)} shader variants fail on {name}:\n"
+                          + "\n".join(failures[:25]))
+
+
+def test_variant_list_covers_what_the_backend_compiles():
+    """Everything the engine compiled in this process (the suite so far, plus one call of each
+    operation here) is in ``variants()``, so the list cannot fall behind the kernels."""
+    from conftest import require_backend
+
+    import pytropical_gpu as tg
+    from pytropical_gpu.backends.wgpu import variants
+    from pytropical_gpu.backends.wgpu.engine import get_engine
+
+    require_backend("wgpu")
+    rng = np.random.default_rng(7)
+    a = rng.integers(-5, 5, (9, 20)).astype(np.float32)
+    b = rng.integers(-5, 5, (20, 7)).astype(np.float32)
+    a[0, 0] = np.inf
+    tg.matmul(a, b, "min_plus", backend="wgpu")
+    tg.matmul(a, b, "min_plus", c=np.zeros((9, 7), np.float32), return_argmax=True, backend="wgpu")
+    tg.matmul(a[:, :3], b[:3], "max_times", backend="wgpu")
+    tg.matmul(rng.integers(0, 2**31, (70, 150), dtype=np.uint32).astype(np.uint64),
+              rng.integers(0, 2**31, (150, 130), dtype=np.uint32).astype(np.uint64), "bor_band",
+              backend="wgpu")
+    tg.matmul(a.astype(np.int32)[:, :5], b.astype(np.int32)[:5], "max_plus", backend="wgpu")
+    tg.matmul(a > 0, b > 0, "lxor_land", backend="wgpu")
+    x = tg.TernaryVec.random(300, seed=1, batch=(4,))
+    tg.bundle(x, backend="wgpu")
+    tg.dot(x, x, backend="wgpu")
+    tg.permute(tg.bind(x, x, backend="wgpu"), 3, backend="wgpu")
+    soft = tg.SoftTernaryVec(300, bits=5)
+    soft.accumulate(tg.TernaryVec.random(300, seed=2), backend="wgpu")
+    soft.harden(2, backend="wgpu")
+
+    known = {v.key for v in variants.variants()}
+    compiled = set(get_engine()._pipelines)  # noqa: SLF001 - the engine's pipeline-cache keys
+    assert compiled, "the engine compiled nothing"
+    missing = sorted(compiled - known, key=repr)
+    assert not missing, f"{len(missing)} compiled variants are not in variants(): {missing[:5]}"
+
+
+def test_backend_runs_on_the_selected_runtime():
+    """PYTROPICAL_WEBGPU=dawn really moves the wgpu backend (its engine) onto Dawn."""
+    from conftest import require_backend
+
+    from pytropical_gpu.backends.wgpu.engine import get_engine
+
+    require_backend("wgpu")
+    assert get_engine().rt.name == rtmod.implementation()

@@ -181,8 +181,20 @@ def probe() -> tuple[bool, str]:
     return True, f"dawn-python {_version()}: {best.name} ({best.backend}, {kind})"
 
 
+def _release(fn_name: str, *handles) -> None:
+    """Drop our references (Dawn frees the object once the GPU no longer uses it)."""
+    try:
+        webgpu, _ = _dawn()
+        fn = getattr(webgpu, fn_name)
+        for h in handles:
+            if h:
+                fn(h)
+    except Exception:  # noqa: BLE001 - interpreter shutdown: nothing left to free
+        pass
+
+
 class _Buffer:
-    """A Dawn buffer handle with the ``.size`` the engine reads."""
+    """A Dawn buffer handle with the ``.size`` the engine reads (released when collected)."""
 
     __slots__ = ("handle", "size", "label", "__weakref__")
 
@@ -192,12 +204,25 @@ class _Buffer:
     def __repr__(self) -> str:
         return f"<dawn buffer {self.label!r} {self.size} B>"
 
+    def __del__(self):
+        if self.handle:
+            _release("wgpuBufferRelease", self.handle)
+            self.handle = None
+
 
 class _Pipeline:
-    __slots__ = ("handle", "layout", "label")
+    """A compute pipeline and its group-0 bind group layout (released when collected)."""
+
+    __slots__ = ("handle", "layout", "label", "__weakref__")
 
     def __init__(self, handle, layout, label: str):
         self.handle, self.layout, self.label = handle, layout, label
+
+    def __del__(self):
+        if self.handle:
+            _release("wgpuBindGroupLayoutRelease", self.layout)
+            _release("wgpuComputePipelineRelease", self.handle)
+            self.handle = self.layout = None
 
 
 class DawnRuntime(Runtime):

@@ -1,0 +1,150 @@
+"""Every WGSL variant the wgpu backend can emit, as (template, parameters) pairs.
+
+The enumeration goes through the backend's own choices, not a copy of them: GEMM parameters come
+from :func:`.gemm.semiring_code` (each builtin semiring x dtype x guarded/unguarded ⊗, plus a
+user-defined semiring) and :func:`.gemm.choose_kernel` asked over a grid of shapes that crosses
+every threshold it has (so each tile config, every unrolled ``KCONST`` and the argmax kernel
+appear), each with and without the ``c`` epilogue; packed boolean and VSA kernels with the
+parameters :mod:`.boolean` and :mod:`.vsa` pass (every counter ``BITS``, every bundle ``WIDTH``).
+
+``tests/test_webgpu_runtimes.py`` compiles each one on every available WebGPU runtime (wgpu-py's
+naga and Dawn's Tint), so a shader that only one compiler accepts cannot land. The test also checks
+that everything the engine compiled while the suite ran is in this list, so the enumeration cannot
+silently fall behind the kernels.
+
+>>> vs = variants()
+>>> len({v.template for v in vs}) >= 8
+True
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...semirings import Semiring, get_semiring, semiring_names
+from . import boolean, gemm, templating
+from .engine import WG
+
+#: counter widths a SoftTernaryVec can have that we prove (the template unrolls one plane per bit)
+MAX_BITS = 16
+#: bundle counter widths: bit_length(max(vectors, threshold)) + 2 for any u32 count/threshold
+BUNDLE_WIDTHS = range(3, 32 + 2 + 1)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One shader: template name and its parameters (sorted items, hashable)."""
+
+    template: str
+    params: tuple
+
+    @property
+    def label(self) -> str:
+        return f"{self.template}:" + ",".join(f"{k}={v}" for k, v in self.params)
+
+    def source(self) -> str:
+        return templating.render(self.template, **dict(self.params))
+
+    @property
+    def key(self) -> tuple:
+        """The engine's pipeline-cache key of this variant."""
+        return (self.template, self.params)
+
+
+def _v(template: str, **params) -> Variant:
+    return Variant(template, tuple(sorted(params.items())))
+
+
+#: a user-defined semiring given once with WGSL expressions (the ``USER`` template path)
+USER_SEMIRING = Semiring("max_min_user", np.maximum, np.minimum, -np.inf, np.inf,
+                         wgsl_add="max(a, b)", wgsl_mul="min(a, b)", selective=True)
+
+
+def gemm_semirings() -> list[Semiring]:
+    """Every builtin semiring the numeric GEMM kernels serve (aliases folded), plus a user one."""
+    seen, out = set(), []
+    for name in semiring_names():
+        sr = get_semiring(name)
+        if sr.name in seen or sr.add_op in ("lor", "lxor"):  # boolean: packed kernels
+            continue
+        seen.add(sr.name)
+        out.append(sr)
+    return out + [USER_SEMIRING]
+
+
+def _kernel_choices() -> set[tuple[str, tuple, bool]]:
+    """(kernel, kernel params, argmax) that choose_kernel returns over shapes crossing each of its
+    thresholds (skinny k/n, small/large tile, argmax)."""
+    ks = sorted({1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 64, 1024} | set(range(1, gemm.SKINNY_K + 2)))
+    ns = [1, 4, gemm.SKINNY_N, gemm.SKINNY_N + 1, 127, 128, 1024, 4096]
+    ms = [1, 127, 128, 1024, 1 << 13, 1 << 21]
+    out = set()
+    for argmax in (False, True):
+        for m in ms:
+            for n in ns:
+                for k in ks:
+                    kname, kp = gemm.choose_kernel(m, n, k, argmax)
+                    out.add((kname, tuple(sorted(kp.items())), argmax))
+    return out
+
+
+def gemm_variants() -> list[Variant]:
+    out = []
+    choices = sorted(_kernel_choices())
+    for sr in gemm_semirings():
+        for dtn in sr.dtypes:
+            dt = np.dtype(dtn)
+            if dt.name == "uint64":
+                continue  # runs as two uint32 lanes (gemm_u64)
+            if dt.name not in templating.WGSL_TYPES:
+                continue  # float64: the backend raises TypeError before any shader
+            codes = {gemm.semiring_code(sr, dt, special) for special in (False, True)}
+            for code in sorted(codes, key=repr):
+                for kname, kp, argmax in choices:
+                    if argmax and not sr.selective:
+                        continue
+                    for has_c in (False, True):
+                        out.append(_v(kname, **code.params(), **dict(kp), HAS_C=has_c))
+    return out
+
+
+def boolean_variants() -> list[Variant]:
+    return [_v("pack", WG=WG)] + [_v("andor", KW=boolean.KW, XOR=x) for x in (False, True)]
+
+
+def vsa_variants() -> list[Variant]:
+    out = [_v("vsa_elementwise", OP="bind", BITS=0, WG=WG), _v("vsa_dot"), _v("vsa_permute", WG=WG)]
+    out += [_v("vsa_bundle", WIDTH=w, WG=WG) for w in BUNDLE_WIDTHS]
+    for bits in range(1, MAX_BITS + 1):
+        out += [_v("vsa_elementwise", OP=op, BITS=bits, WG=WG) for op in ("accumulate", "harden")]
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def _all() -> tuple[Variant, ...]:
+    seen, out = set(), []
+    for v in gemm_variants() + boolean_variants() + vsa_variants():
+        if v.key not in seen:
+            seen.add(v.key)
+            out.append(v)
+    return tuple(out)
+
+
+def variants() -> list[Variant]:
+    """Every (template, params) the backend can compile, without duplicates."""
+    return list(_all())
+
+
+def sources() -> dict[str, list[Variant]]:
+    """Distinct WGSL texts -> the variants that render to them (many guards render alike)."""
+    out: dict[str, list[Variant]] = {}
+    for v in _all():
+        out.setdefault(v.source(), []).append(v)
+    return out
+
+
+__all__ = ["MAX_BITS", "USER_SEMIRING", "Variant", "boolean_variants", "gemm_variants", "sources",
+           "variants", "vsa_variants"]
