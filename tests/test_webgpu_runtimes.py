@@ -289,7 +289,8 @@ def test_variant_list_covers_what_the_backend_compiles():
     tg.matmul(rng.integers(0, 2**31, (70, 150), dtype=np.uint32).astype(np.uint64),
               rng.integers(0, 2**31, (150, 130), dtype=np.uint32).astype(np.uint64), "bor_band",
               backend="wgpu")
-    tg.matmul(a.astype(np.int32)[:, :5], b.astype(np.int32)[:5], "max_plus", backend="wgpu")
+    tg.matmul(np.nan_to_num(a, posinf=9).astype(np.int32)[:, :5], b.astype(np.int32)[:5], "max_plus",
+              backend="wgpu")
     tg.matmul(a > 0, b > 0, "lxor_land", backend="wgpu")
     x = tg.TernaryVec.random(300, seed=1, batch=(4,))
     tg.bundle(x, backend="wgpu")
@@ -314,3 +315,18 @@ def test_backend_runs_on_the_selected_runtime():
 
     require_backend("wgpu")
     assert get_engine().rt.name == rtmod.implementation()
+
+
+def test_bundle_threshold_beyond_u32_counter_width():
+    """Found by compiling every variant: threshold >= 2**30 emitted a WIDTH=33 bundle shader with
+    ``P.t >> 32u``, which naga and Tint both reject. Any threshold above the vector count gives
+    the all-zero result."""
+    from conftest import require_backend
+
+    import pytropical_gpu as tg
+
+    require_backend("wgpu")
+    x = tg.TernaryVec.random(200, seed=3, batch=(5,))
+    for t in (5, 6, 2**30, 2**31, 2**40):
+        got = tg.bundle(x, threshold=t, backend="wgpu").to_array()
+        assert np.array_equal(got, tg.bundle(x, threshold=t, backend="cpu").to_array()), t
