@@ -182,8 +182,8 @@ PTG_V4_64(unsigned long long, ulonglong2)
 // memory with a register prefetch of the next slab: one __syncthreads per slab.
 // A: (batch, m, k), B: (batch, k, n), C, D: (batch, m, n), IDX int32; sA/sB/sC are the batch
 // strides in elements (0 broadcasts). vec != 0: k % 4 == 0 and n % 4 == 0 (16-byte loads).
-template <class SR, int BM, int BN, int BK, int TM, int TN, bool ARG>
-__global__ void __launch_bounds__((BM / TM) * (BN / TN))
+template <class SR, int BM, int BN, int BK, int TM, int TN, int MINB, bool ARG>
+__global__ void __launch_bounds__((BM / TM) * (BN / TN), MINB)
 sr_gemm(const typename SR::type* __restrict__ A, const typename SR::type* __restrict__ B,
         const typename SR::type* __restrict__ C, typename SR::type* __restrict__ D,
         int* __restrict__ IDX, i64 m, i64 n, i64 k, i64 sA, i64 sB, i64 sC, int vec) {
@@ -191,8 +191,10 @@ sr_gemm(const typename SR::type* __restrict__ A, const typename SR::type* __rest
   constexpr int NX = BN / TN, NY = BM / TM, NT = NX * NY;
   constexpr int CM = TM / 4, CN = TN / 4;          // 4-wide chunks per thread
   constexpr int SM = BM / CM, SN = BN / CN;        // chunk strides
-  static_assert(BM * BK == 4 * NT && BN * BK == 4 * NT, "each thread loads one 4-vector of A and B");
-  static_assert(TM % 4 == 0 && TN % 4 == 0, "4-wide chunks");
+  constexpr int LA = BM * BK / (4 * NT), LB = BN * BK / (4 * NT);  // 4-vectors loaded per thread
+  static_assert(LA >= 1 && LB >= 1 && LA * 4 * NT == BM * BK && LB * 4 * NT == BN * BK,
+                "A and B slabs split evenly into 4-vectors over the threads");
+  static_assert(TM % 4 == 0 && TN % 4 == 0 && BK % 4 == 0, "4-wide chunks");
   __shared__ __align__(16) T As[2][BK][BM];
   __shared__ __align__(16) T Bs[2][BK][BN];
 
@@ -206,35 +208,50 @@ sr_gemm(const typename SR::type* __restrict__ A, const typename SR::type* __rest
   D += bz * m * n;
   if (ARG) IDX += bz * m * n;
 
-  // this thread's load slots: A row ar, k offset ak; B k-row bk, column bc
-  const int ar = tid / (BK / 4), ak = (tid % (BK / 4)) * 4;
-  const int bk = tid / (BN / 4), bc = (tid % (BN / 4)) * 4;
   const T z = SR::zero();
-  T ra[4], rb[4];
+  T ra[LA][4], rb[LB][4];
 
+  // vector q of this thread: A row (e / (BK/4)), k offset 4 (e % (BK/4)); B k-row (e / (BN/4)),
+  // column 4 (e % (BN/4)), with e = tid + q * NT.
   auto load = [&](i64 k0) {
-    const i64 row = m0 + ar, kk = k0 + ak;
-    if (vec) {
-      if (row < m && kk < k) V4<T>::load(A + row * k + kk, ra);
-      else { ra[0] = z; ra[1] = z; ra[2] = z; ra[3] = z; }
-    } else {
 #pragma unroll
-      for (int j = 0; j < 4; ++j) ra[j] = (row < m && kk + j < k) ? A[row * k + kk + j] : z;
+    for (int q = 0; q < LA; ++q) {
+      const int e = tid + q * NT;
+      const i64 row = m0 + e / (BK / 4), kk = k0 + (e % (BK / 4)) * 4;
+      if (vec) {
+        if (row < m && kk < k) V4<T>::load(A + row * k + kk, ra[q]);
+        else { ra[q][0] = z; ra[q][1] = z; ra[q][2] = z; ra[q][3] = z; }
+      } else {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) ra[q][j] = (row < m && kk + j < k) ? A[row * k + kk + j] : z;
+      }
     }
-    const i64 krow = k0 + bk, col = n0 + bc;
-    if (vec) {
-      if (krow < k && col < n) V4<T>::load(B + krow * n + col, rb);
-      else { rb[0] = z; rb[1] = z; rb[2] = z; rb[3] = z; }
-    } else {
 #pragma unroll
-      for (int j = 0; j < 4; ++j) rb[j] = (krow < k && col + j < n) ? B[krow * n + col + j] : z;
+    for (int q = 0; q < LB; ++q) {
+      const int e = tid + q * NT;
+      const i64 krow = k0 + e / (BN / 4), col = n0 + (e % (BN / 4)) * 4;
+      if (vec) {
+        if (krow < k && col < n) V4<T>::load(B + krow * n + col, rb[q]);
+        else { rb[q][0] = z; rb[q][1] = z; rb[q][2] = z; rb[q][3] = z; }
+      } else {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) rb[q][j] = (krow < k && col + j < n) ? B[krow * n + col + j] : z;
+      }
     }
   };
   auto store = [&](int buf) {
 #pragma unroll
-    for (int j = 0; j < 4; ++j) As[buf][ak + j][ar] = SR::load_map(ra[j]);
+    for (int q = 0; q < LA; ++q) {
+      const int e = tid + q * NT, r = e / (BK / 4), c = (e % (BK / 4)) * 4;
 #pragma unroll
-    for (int j = 0; j < 4; ++j) Bs[buf][bk][bc + j] = SR::load_map(rb[j]);
+      for (int j = 0; j < 4; ++j) As[buf][c + j][r] = SR::load_map(ra[q][j]);
+    }
+#pragma unroll
+    for (int q = 0; q < LB; ++q) {
+      const int e = tid + q * NT, r = e / (BN / 4), c = (e % (BN / 4)) * 4;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) Bs[buf][r][c + j] = SR::load_map(rb[q][j]);
+    }
   };
 
   T acc[TM][TN];

@@ -1,9 +1,11 @@
 """Compile every CUDA kernel instantiation the cuda backend can ask NVRTC for, with the machine's
-``nvcc`` for sm_80 and sm_90, so a syntax or template error in ``cuda/*.cu`` cannot land on a machine
-without a GPU. Skips (with the reason) where ``nvcc`` is not on PATH."""
+``nvcc`` for sm_80 and sm_90 (one translation unit per source and arch, built in parallel), so a
+syntax or template error in ``cuda/*.cu`` cannot land on a machine without a GPU. Skips (with the
+reason) where ``nvcc`` is not on PATH."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from collections import defaultdict
@@ -41,19 +43,18 @@ def test_every_cuda_source_is_covered():
     assert set(shaders.list_sources("cuda")) == covered
 
 
-@pytest.mark.parametrize("arch", ARCHS)
-def test_cuda_sources_compile_with_nvcc(tmp_path, arch):
-    units = _units()
+def test_cuda_sources_compile_with_nvcc(tmp_path):
+    """Every (source, arch) pair in parallel: one translation unit each."""
+    jobs = [(src, code, arch) for src, code in _units().items() for arch in ARCHS]
 
-    def build(item):
-        source, code = item
+    def build(job):
+        source, code, arch = job
         cu = tmp_path / f"{arch}_{source}"
         cu.write_text(code)
         cmd = [NVCC, f"-arch={arch}", *OPTIONS, "-cubin", "-o", str(cu.with_suffix(".cubin")), str(cu)]
-        res = subprocess.run(cmd, capture_output=True, text=True)
-        return source, res
+        return source, arch, subprocess.run(cmd, capture_output=True, text=True)
 
-    with ThreadPoolExecutor(max_workers=len(units)) as pool:
-        results = list(pool.map(build, units.items()))
-    failed = [f"{src} ({arch}):\n{res.stderr[-4000:]}" for src, res in results if res.returncode]
+    with ThreadPoolExecutor(max_workers=max(1, min(len(jobs), os.cpu_count() or 1))) as pool:
+        results = list(pool.map(build, jobs))
+    failed = [f"{src} ({arch}):\n{res.stderr[-4000:]}" for src, arch, res in results if res.returncode]
     assert not failed, "\n\n".join(failed)

@@ -27,6 +27,8 @@ class CudaBackend(Backend):
     """Semiring GEMM, packed boolean products and bitsliced VSA on an NVIDIA GPU through CuPy."""
 
     name = "cuda"
+    #: which 128x128 tile variant min_plus/max_plus on 4-byte types use (kernels.BIG_VARIANTS)
+    big_tile = "big"
 
     def __init__(self) -> None:
         import cupy
@@ -91,6 +93,8 @@ class CudaBackend(Backend):
             bm, bn = kernels.TILES["big"][:2]
             role = "big" if "big" in spec.names and (
                 ceil_div(m, bm) * ceil_div(n, bn) * batch >= self._sm_count()) else "small"
+            if role == "big" and self.big_tile in spec.names:
+                role = self.big_tile
             if "dpx_" + role in spec.names and self._dpx_ok(spec, sr, dt, a, b):
                 role = "dpx_" + role
         fn = kernels.function(spec, role)
@@ -112,7 +116,7 @@ class CudaBackend(Backend):
                 fn((blocks, nz), (256,), (pa, pb, pc, pd, pi, _i64(m), _i64(n), _i64(k), _i64(sa),
                                           _i64(sb), _i64(sc)), shared_mem=k * n * itemsize)
             else:
-                bm, bn, _, tm, tn = kernels.TILES["small" if "small" in role else "big"]
+                bm, bn, _, tm, tn, _ = kernels.tile_of(role)
                 gy = ceil_div(n, bn)
                 if gy > _MAX_GRID_YZ:
                     raise ValueError(f"matmul: n = {n} is too large for one launch on cuda "

@@ -30,9 +30,15 @@ FUNCTORS = {("min", "plus"): "MinPlus", ("max", "plus"): "MaxPlus", ("min", "tim
             ("max", "times"): "MaxTimes", ("min", "max"): "MinMax", ("max", "min"): "MaxMin",
             ("plus", "times"): "PlusTimes", ("bor", "band"): "BorBand", ("bxor", "band"): "BxorBand"}
 
-#: Tile configurations (BM, BN, BK, TM, TN): "big" 128x128 with 8x8 outputs per thread for 4-byte
-#: types, "small" 64x64 with 4x4 (8-byte types, argmax, grids too small to fill the device).
-TILES = {"big": (128, 128, 8, 8, 8), "small": (64, 64, 16, 4, 4)}
+#: Tile configurations (BM, BN, BK, TM, TN, min blocks per SM): "big" 128x128 with 8x8 outputs per
+#: thread for 4-byte types, "small" 64x64 with 4x4 (8-byte types, argmax, grids too small to fill
+#: the device).
+TILES = {"big": (128, 128, 8, 8, 8, 1), "small": (64, 64, 16, 4, 4, 1)}
+#: Alternative big tiles compiled for min_plus/max_plus on 4-byte types only, timed by
+#: benchmarks/bench_cuda.py (``CudaBackend.big_tile`` picks one).
+BIG_VARIANTS = {"big_mb2": (128, 128, 8, 8, 8, 2), "big_k16": (128, 128, 16, 8, 8, 1),
+                "big_k16_mb2": (128, 128, 16, 8, 8, 2)}
+_TUNED = ("min_plus", "max_plus")
 
 #: bit-sliced counter widths the bundle kernel is instantiated for.
 BUNDLE_WIDTHS = (4, 8, 16, 40)
@@ -51,16 +57,28 @@ class ModuleSpec:
         return load_source("cuda", self.source) + self.extra
 
 
-def _gemm_names(functor: str, itemsize: int, selective: bool, prefix: str = "") -> dict[str, str]:
+def _tile(tile: str) -> tuple[int, ...]:
+    return TILES.get(tile) or BIG_VARIANTS[tile]
+
+
+def _gemm_expr(functor: str, tile: str, arg: bool) -> str:
+    bm, bn, bk, tm, tn, mb = _tile(tile)
+    return f"ptg::sr_gemm<{functor}, {bm}, {bn}, {bk}, {tm}, {tn}, {mb}, {'true' if arg else 'false'}>"
+
+
+def _gemm_names(functor: str, itemsize: int, selective: bool, prefix: str = "",
+                variants: bool = False) -> dict[str, str]:
     names = {}
-    for tile, (bm, bn, bk, tm, tn) in TILES.items():
+    for tile in TILES:
         if tile == "big" and itemsize != 4:
             continue
-        names[prefix + tile] = f"ptg::sr_gemm<{functor}, {bm}, {bn}, {bk}, {tm}, {tn}, false>"
+        names[prefix + tile] = _gemm_expr(functor, tile, False)
+    if variants and itemsize == 4:
+        for tile in BIG_VARIANTS:
+            names[prefix + tile] = _gemm_expr(functor, tile, False)
     names[prefix + "skinny"] = f"ptg::sr_gemm_skinny<{functor}, false>"
     if selective:
-        bm, bn, bk, tm, tn = TILES["small"]
-        names[prefix + "small_arg"] = f"ptg::sr_gemm<{functor}, {bm}, {bn}, {bk}, {tm}, {tn}, true>"
+        names[prefix + "small_arg"] = _gemm_expr(functor, "small", True)
         names[prefix + "skinny_arg"] = f"ptg::sr_gemm_skinny<{functor}, true>"
     return names
 
@@ -86,10 +104,11 @@ def gemm_spec(sr: Semiring, dtype: np.dtype) -> ModuleSpec:
     ct = CTYPES[dtype.name]
     if sr.builtin:
         functor = f"ptg::{FUNCTORS[(sr.add_op, sr.mul_op)]}<{ct}>"
-        names = _gemm_names(functor, dtype.itemsize, sr.selective)
-        if dtype == np.int32 and sr.name in ("max_plus", "min_plus"):
+        tuned = sr.name in _TUNED
+        names = _gemm_names(functor, dtype.itemsize, sr.selective, variants=tuned)
+        if dtype == np.int32 and tuned:
             dpx = "ptg::MaxPlusDpx" if sr.name == "max_plus" else "ptg::MinPlusDpx"
-            names.update({k: v for k, v in _gemm_names(dpx, 4, False, "dpx_").items()
+            names.update({k: v for k, v in _gemm_names(dpx, 4, False, "dpx_", variants=True).items()
                           if "skinny" not in k})
             names["range_check"] = "ptg::dpx_range_check"
         return ModuleSpec(f"gemm:{sr.name}:{dtype.name}", "semiring_gemm.cu", names)
@@ -111,6 +130,12 @@ struct {struct} : Base<{ct}, {struct}> {{
 """
     names = _gemm_names(f"ptg::{struct}", dtype.itemsize, sr.selective)
     return ModuleSpec(f"gemm:user:{digest}", "semiring_gemm.cu", names, extra)
+
+
+def tile_of(role: str) -> tuple[int, ...]:
+    """(BM, BN, BK, TM, TN, MINB) of a GEMM role such as "big", "dpx_big_mb2", "small_arg"."""
+    base = role.removeprefix("dpx_").removesuffix("_arg")
+    return _tile(base)
 
 
 BOOLEAN = ModuleSpec("boolean", "boolean.cu", {
@@ -195,4 +220,4 @@ def elementwise(name: str):
 
 
 __all__ = ["ModuleSpec", "module_specs", "gemm_spec", "function", "elementwise", "OPTIONS", "TILES",
-           "BOOLEAN", "VSA", "CTYPES"]
+           "BOOLEAN", "VSA", "CTYPES", "BIG_VARIANTS", "tile_of"]
