@@ -330,3 +330,18 @@ def test_bundle_threshold_beyond_u32_counter_width():
     for t in (5, 6, 2**30, 2**31, 2**40):
         got = tg.bundle(x, threshold=t, backend="wgpu").to_array()
         assert np.array_equal(got, tg.bundle(x, threshold=t, backend="cpu").to_array()), t
+
+
+def test_shaders_use_core_wgsl_only():
+    """No enable directive, subgroup builtin or f16 in any variant: optional features need runtime
+    detection, a core fallback the suite runs, and the runtime's own enable line (naga rejects
+    ``enable subgroups;``, Tint requires it; see wgsl/PORTABILITY.md)."""
+    import re
+
+    from pytropical_gpu.backends.wgpu import variants
+
+    optional = re.compile(r"^\s*enable\b|\bsubgroup\w*\s*\(|builtin\(\s*subgroup|\bf16\b", re.M)
+    for src, vs in variants.sources().items():
+        code = re.sub(r"//[^\n]*", "", src)
+        m = optional.search(code)
+        assert m is None, f"{vs[0].label} uses an optional WGSL feature: {m.group(0)!r}"
