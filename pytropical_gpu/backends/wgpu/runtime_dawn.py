@@ -142,8 +142,19 @@ def _adapters() -> list:
     return out
 
 
+def _release_adapters(adapters, keep=None) -> None:
+    webgpu, _ = _dawn()
+    for a in adapters:
+        if a is not keep:
+            webgpu.wgpuAdapterRelease(a)
+
+
 def list_adapters() -> list[AdapterInfo]:
-    return [_info(a) for a in _adapters()]
+    adapters = _adapters()
+    try:
+        return [_info(a) for a in adapters]
+    finally:
+        _release_adapters(adapters)
 
 
 def _pick(adapters):
@@ -177,6 +188,7 @@ def probe() -> tuple[bool, str]:
         return False, (f"dawn-python {_version()}: no WebGPU adapter (no Vulkan/Metal/D3D12 driver; "
                        "on software Vulkan Dawn needs Mesa >= 25)")
     best = _info(_pick(adapters))
+    _release_adapters(adapters)
     kind = "software" if best.software else best.adapter_type
     return True, f"dawn-python {_version()}: {best.name} ({best.backend}, {kind})"
 
@@ -184,7 +196,7 @@ def probe() -> tuple[bool, str]:
 def _release(fn_name: str, *handles) -> None:
     """Drop our references (Dawn frees the object once the GPU no longer uses it)."""
     try:
-        webgpu, _ = _dawn()
+        from pydawn import webgpu
         fn = getattr(webgpu, fn_name)
         for h in handles:
             if h:
@@ -204,7 +216,7 @@ class _Buffer:
     def __repr__(self) -> str:
         return f"<dawn buffer {self.label!r} {self.size} B>"
 
-    def __del__(self):
+    def __del__(self, _release=_release):  # bound now: module globals are gone at shutdown
         if self.handle:
             _release("wgpuBufferRelease", self.handle)
             self.handle = None
@@ -218,7 +230,7 @@ class _Pipeline:
     def __init__(self, handle, layout, label: str):
         self.handle, self.layout, self.label = handle, layout, label
 
-    def __del__(self):
+    def __del__(self, _release=_release):
         if self.handle:
             _release("wgpuBindGroupLayoutRelease", self.layout)
             _release("wgpuComputePipelineRelease", self.handle)
@@ -233,7 +245,12 @@ class DawnRuntime(Runtime):
     def __init__(self, adapter=None):
         webgpu, utils = _dawn()
         self._w, self._u = webgpu, utils
-        adapter = adapter or _pick(_adapters())
+        if adapter is None:
+            found = _adapters()
+            if not found:
+                raise RuntimeError("dawn: no WebGPU adapter")
+            adapter = _pick(found)
+            _release_adapters(found, keep=adapter)
         self.adapter = adapter
         self.info = _info(adapter)
         self._errors: list[str] = []
