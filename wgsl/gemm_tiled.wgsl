@@ -16,7 +16,8 @@ fn pad_b() -> T { return {{ ONE }}; }
 $$ set NT = (BM // TM) * (BN // TN)
 $$ set TN4 = TN // 4
 $$ set BN4 = BN // 4
-var<workgroup> As: array<T, {{ BK * BM }}>;
+$$ set BM4 = BM // 4
+var<workgroup> As: array<V, {{ BK * BM4 }}>;
 var<workgroup> Bs: array<V, {{ BK * BN4 }}>;
 
 @compute @workgroup_size({{ NT }})
@@ -28,6 +29,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let tx = lid % {{ BN // TN }}u;
     let ty = lid / {{ BN // TN }}u;
     let arow = ty * {{ TM }}u;
+    let arow4 = ty * {{ TM // 4 }}u;
     let bcol4 = tx * {{ TN4 }}u;
 $$ for i in range(TM)
 $$ for j in range(TN4)
@@ -35,17 +37,22 @@ $$ for j in range(TN4)
 $$ endfor
 $$ endfor
     for (var k0 = 0u; k0 < P.k; k0 = k0 + {{ BK }}u) {
-        // A tile (BM x BK) -> As[kk * BM + r]; padding: A = zero, B = one, so pad ⊗ pad = zero
-$$ for l in range((BM * BK + NT - 1) // NT)
-        if ({{ "true" if (l + 1) * NT <= BM * BK else "lid < %du" % (BM * BK - l * NT) }}) {
+        // A tile (BM x BK) -> As[kk * BM4 + r / 4] as vec4 of 4 rows; padding: A = zero, B = one, so pad ⊗ pad = zero
+$$ for l in range((BM4 * BK + NT - 1) // NT)
+        if ({{ "true" if (l + 1) * NT <= BM4 * BK else "lid < %du" % (BM4 * BK - l * NT) }}) {
             let e = lid + {{ l * NT }}u;
-            let r = e / {{ BK }}u;
             let kk = e % {{ BK }}u;
-            let gr = row0 + r;
+            let r = row0 + (e / {{ BK }}u) * 4u;
             let gk = k0 + kk;
-            var v = zero();
-            if (gr < P.m && gk < P.k) { v = A[abase + gr * P.k + gk]; }
-            As[kk * {{ BM }}u + r] = v;
+            var v = V(zero());
+            if (gk < P.k) {
+                let o = abase + r * P.k + gk;
+                if (r < P.m) { v.x = A[o]; }
+                if (r + 1u < P.m) { v.y = A[o + P.k]; }
+                if (r + 2u < P.m) { v.z = A[o + 2u * P.k]; }
+                if (r + 3u < P.m) { v.w = A[o + 3u * P.k]; }
+            }
+            As[kk * {{ BM4 }}u + e / {{ BK }}u] = v;
         }
 $$ endfor
         // B tile (BK x BN) -> Bs[kk * BN4 + c4] as vec4
@@ -72,8 +79,11 @@ $$ endfor
         workgroupBarrier();
 $$ for kk in range(BK)
         {
+$$ for q in range(TM // 4)
+            let aq{{ q }} = As[{{ kk * BM4 + q }}u + arow4];
+$$ endfor
 $$ for i in range(TM)
-            let a{{ i }} = V(As[{{ kk * BM + i }}u + arow]);
+            let a{{ i }} = V(aq{{ i // 4 }}.{{ "xyzw"[i % 4] }});
 $$ endfor
 $$ for j in range(TN4)
             let b{{ j }} = Bs[{{ kk * BN4 + j }}u + bcol4];

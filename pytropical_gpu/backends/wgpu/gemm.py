@@ -150,20 +150,26 @@ def gemm(eng: Engine, a: np.ndarray, b: np.ndarray, sr: Semiring, c, argmax: boo
         a_bs = mm * k if ab.shape[0] > 1 else 0
         b_bs = k * nn if bbuf.shape[0] > 1 else 0
         c_bs = mm * nn if (cbk is not None and cbk.shape[0] > 1) else 0
-        if tiled:
-            groups = (-(-nn // kp["BN"]), -(-mm // kp["BM"]), nbat)
-            params = pack_params(mm, nn, k, a_bs, b_bs, c_bs, mm * nn, 0)
-        else:
-            gx, gy, _ = eng.grid(-(-(mm * nn) // WG))
-            groups = (gx, gy, nbat)
-            params = pack_params(mm, nn, k, a_bs, b_bs, c_bs, mm * nn, gx)
-        eng.submit([eng.dispatch(pipe, binds, groups, params)])
+        eng.submit([make_dispatch(eng, pipe, kname, kp, binds, mm, nn, k, nbat, a_bs, b_bs, c_bs)])
         out = eng.download(dbuf, dt, (nbat, mm, nn))
         d[b0:b1, m0:m1, n0:n1] = out
         if argmax:
             idx[b0:b1, m0:m1, n0:n1] = eng.download(ibuf, np.int32, (nbat, mm, nn))
         eng.release(*bufs, dbuf, ibuf)
     return d, idx
+
+
+def make_dispatch(eng: Engine, pipe, kname: str, kp: dict, binds, m: int, n: int, k: int,
+                  nbat: int = 1, a_bs: int = 0, b_bs: int = 0, c_bs: int = 0):
+    """The dispatch of one GEMM block (bindings: A, B, D[, I][, C]; batch strides in elements)."""
+    if kname == "gemm_tiled":
+        groups = (-(-n // kp["BN"]), -(-m // kp["BM"]), nbat)
+        params = pack_params(m, n, k, a_bs, b_bs, c_bs, m * n, 0)
+    else:
+        gx, gy, _ = eng.grid(-(-(m * n) // WG))
+        groups = (gx, gy, nbat)
+        params = pack_params(m, n, k, a_bs, b_bs, c_bs, m * n, gx)
+    return eng.dispatch(pipe, binds, groups, params)
 
 
 def gemm_u64(eng: Engine, a, b, sr, c):
