@@ -111,9 +111,10 @@ def main(argv=None) -> int:
 
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                                cwd=Path(__file__).parent).stdout.strip() or None
+                                cwd=Path(__file__).parent).stdout.strip()
     except OSError:
-        commit = None
+        commit = ""
+    commit = commit if len(commit) == 40 else None  # no .git: "HEAD" and an error
     res = {"benchmark": "bench_dawn_vs_wgpupy", "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "host": platform.node(), "python": platform.python_version(), "git_commit": commit,
            "size": args.size, "runtimes": []}
