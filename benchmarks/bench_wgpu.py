@@ -200,8 +200,16 @@ def bench_vsa(eng, dev, cp, progress, quick, rows, extra):
     disp = eng.dispatch(pipe, [b.binding() for b in bufs], (gx, gy, 1), pack_params(words, gx, 0, 0))
     t = _timed(eng, disp, 20)
     tb = _copy_time(eng, 4 * words * 4, 20)
-    rows.append(_row("bind", dev, f"{trits} trits", t, trits, "trit",
-                     "device copy of the 4 input planes", tb,
+    extra["webgpu_copy_4_planes_ms"] = tb.median * 1e3
+    base_name = "WebGPU copy of the 4 input planes"
+    if cp is not None:  # CUDA's device-to-device copy of the same bytes, beside WebGPU's
+        src = cp.empty(4 * words, cp.uint32)
+        dst = cp.empty_like(src)
+        tb = _cupy_time(cp, lambda: cp.copyto(dst, src), 20)
+        extra["cuda_copy_4_planes_ms"] = tb.median * 1e3
+        base_name = "CUDA D2D copy of the 4 input planes"
+        del src, dst
+    rows.append(_row("bind", dev, f"{trits} trits", t, trits, "trit", base_name, tb,
                      note=f"{6 * words * 4 / t.median / 1e9:.0f} GB/s moved"))
     progress(f"bind: {t.median * 1e3:.3f} ms (copy {tb.median * 1e3:.3f} ms)")
     # ---- dot (one pair of 2^30-trit vectors)
@@ -217,8 +225,7 @@ def bench_vsa(eng, dev, cp, progress, quick, rows, extra):
     disp = eng.dispatch(pipe, [b.binding() for b in bufs[:4]] + [res.binding()], (gx, gy, 1),
                         pack_params(1, 1, words, chunks, wpt, gx, 0, 0))
     t = _timed(eng, disp, 20)
-    rows.append(_row("dot", dev, f"{trits} trits", t, trits, "trit",
-                     "device copy of the 4 input planes", tb,
+    rows.append(_row("dot", dev, f"{trits} trits", t, trits, "trit", base_name, tb,
                      note=f"{4 * words * 4 / t.median / 1e9:.0f} GB/s read"))
     progress(f"dot: {t.median * 1e3:.3f} ms")
     eng.release(*bufs, res)
@@ -243,8 +250,17 @@ def bench_vsa(eng, dev, cp, progress, quick, rows, extra):
     disp = eng.dispatch(pipe, [b.binding() for b in bufs], (gx, gy, 1), pack_params(v, rw, 1, gx))
     t = _timed(eng, disp, 20)
     tb2 = _copy_time(eng, 2 * v * rw * 4, 20)
-    rows.append(_row(f"bundle {v} vectors", dev, f"{trits} trits", t, trits, "trit",
-                     "device copy of the input planes", tb2))
+    extra["webgpu_copy_bundle_inputs_ms"] = tb2.median * 1e3
+    base_name = "WebGPU copy of the input planes"
+    if cp is not None:
+        src = cp.empty(2 * v * rw, cp.uint32)
+        dst = cp.empty_like(src)
+        tb2 = _cupy_time(cp, lambda: cp.copyto(dst, src), 20)
+        extra["cuda_copy_bundle_inputs_ms"] = tb2.median * 1e3
+        base_name = "CUDA D2D copy of the input planes"
+        del src, dst
+    rows.append(_row(f"bundle {v} vectors", dev, f"{trits} trits", t, trits, "trit", base_name,
+                     tb2, note=f"{(2 * v + 2) * rw * 4 / t.median / 1e9:.0f} GB/s moved"))
     progress(f"bundle: {t.median * 1e3:.3f} ms")
     eng.release(*bufs)
 
@@ -270,7 +286,8 @@ def run(quick: bool = False, progress=None) -> list:
         except Exception as e:  # noqa: BLE001 - report and carry on with the other groups
             progress(f"{fn.__name__} failed: {type(e).__name__}: {e}")
             failures.append(f"{fn.__name__}: {type(e).__name__}: {e}")
-    run.extra = {**extra, "failures": failures}
+    run.extra = {**extra, "failures": failures,
+                 "source_commit": os.environ.get("PYTROPICAL_GIT_COMMIT")}
     return rows
 
 

@@ -66,7 +66,11 @@ $$ else
 $$ for j in range(BITS)
     {
         let x = M[{{ j }}u * P.total + i];
+$$ if j < 32
         let y = select(0u, 0xffffffffu, ((P.threshold >> {{ j }}u) & 1u) == 1u);
+$$ else
+        let y = 0u;
+$$ endif
         borrow = (~x & y) | (~(x ^ y) & borrow);
     }
 $$ endfor

@@ -37,6 +37,8 @@ def bind(eng: Engine, ap, an, bp, bn):
 
 def bundle(eng: Engine, p, n, threshold: int):
     v, r = p.shape
+    if threshold > v:  # |sum| <= v < threshold everywhere
+        return np.zeros(r, np.uint32), np.zeros(r, np.uint32)
     # |s| <= v, so any threshold above v gives the same all-zero result: clamp it (keeps the counter
     # WIDTH and the u32 parameter small; threshold >= 2**30 once emitted an invalid WIDTH=33 shader)
     threshold = min(int(threshold), v + 1)
@@ -133,6 +135,10 @@ def accumulate(eng: Engine, sign, mag, hp, hn):
 
 def harden(eng: Engine, sign, mag, threshold: int):
     bits = mag.shape[0]
+    if threshold >= 1 << 32:  # only counters of more than 32 bits get here: compare on the host
+        from .. import bitslice
+
+        return bitslice.harden(sign, mag, threshold)
     shape = sign.shape
     total = sign.size
     s_flat = sign.reshape(-1)
