@@ -80,8 +80,8 @@ def bench_gemm(eng, dev, cp, progress, quick, rows, extra):
              ("min_plus", "float32", 1 << (12 if quick else 21), 4, 4)]
     variants = [None]
     if not quick:  # a few tile variants for the big f32 case; the table reports each
-        variants += [{"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8},
-                     {"BM": 64, "BN": 128, "BK": 8, "TM": 8, "TN": 4}]
+        variants += [{"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8, "ARGMAX": False},
+                     {"BM": 128, "BN": 64, "BK": 16, "TM": 8, "TN": 8, "ARGMAX": False}]
     for name, dts, m, k, n in cases:
         sr = get_semiring(name)
         dt = np.dtype(dts)
@@ -138,6 +138,27 @@ def bench_gemm(eng, dev, cp, progress, quick, rows, extra):
         rows.append(_row(f"{name} {dts}", dev, f"{m}x{k}x{n}", t, 2 * m * n * k, "op",
                          "cuBLAS SGEMM (cupy)" if tb else None, tb, note=f"{kname} {kp}"))
         eng.release(A, B, D)
+    # argmax (tiled kernel with index accumulators), checked on sampled rows
+    sz = 256 if quick else 4096
+    a = rng.integers(-1000, 1000, (sz, sz)).astype(np.float32)
+    b = rng.integers(-1000, 1000, (sz, sz)).astype(np.float32)
+    sr = get_semiring("min_plus")
+    code = gemm.semiring_code(sr, a.dtype, False)
+    kname, kp = gemm.choose_kernel(sz, sz, sz, True)
+    pipe = eng.pipeline(kname, **code.params(), **kp, HAS_C=False)
+    A, B, D, I = eng.upload(a), eng.upload(b), eng.alloc(sz * sz * 4), eng.alloc(sz * sz * 4)
+    disp = gemm.make_dispatch(eng, pipe, kname, kp, [x.binding() for x in (A, B, D, I)], sz, sz, sz)
+    eng.submit([disp])
+    got_d, got_i = eng.download(D, np.float32, (sz, sz)), eng.download(I, np.int32, (sz, sz))
+    ri = rng.choice(sz, 8, replace=False)
+    t3 = a[ri][:, :, None] + b[None]
+    h.check("min_plus argmax values", got_d[ri], t3.min(axis=1))
+    h.check("min_plus argmax indices", got_i[ri], t3.argmin(axis=1).astype(np.int32))
+    t = _timed(eng, disp, 3 if not quick else 2)
+    rows.append(_row("min_plus f32 + argmax", dev, f"{sz}x{sz}x{sz}", t, 2 * sz ** 3, "op",
+                     note=f"{kname} {kp}"))
+    progress(f"argmax {sz}^3: {t.median * 1e3:.3f} ms")
+    eng.release(A, B, D, I)
 
 
 def bench_andor(eng, dev, cp, progress, quick, rows, extra):

@@ -8,8 +8,26 @@ struct Params { m: u32, n: u32, k: u32, a_bs: u32, b_bs: u32, c_bs: u32, d_bs: u
 @group(0) @binding(1) var<storage, read> A: array<T>;
 @group(0) @binding(2) var<storage, read> B: array<T>;
 @group(0) @binding(3) var<storage, read_write> D: array<T>;
+$$ set nb = 4
+$$ if ARGMAX
+@group(0) @binding({{ nb }}) var<storage, read_write> I: array<i32>;
+$$ set nb = nb + 1
+$$ endif
 $$ if HAS_C
-@group(0) @binding(4) var<storage, read> C: array<T>;
+@group(0) @binding({{ nb }}) var<storage, read> C: array<T>;
+$$ endif
+
+$$ if ARGMAX
+// strict improvement per lane (ties keep the smaller k, as the k loop runs upwards)
+fn better4(v: V, acc: V) -> vec4<bool> {
+$$ if ADD_OP == "min"
+    return v < acc;
+$$ elif ADD_OP == "max"
+    return v > acc;
+$$ else
+    return vec4<bool>(better(v.x, acc.x), better(v.y, acc.y), better(v.z, acc.z), better(v.w, acc.w));
+$$ endif
+}
 $$ endif
 
 fn pad_b() -> T { return {{ ONE }}; }
@@ -34,6 +52,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
 $$ for i in range(TM)
 $$ for j in range(TN4)
     var acc_{{ i }}_{{ j }} = V(zero());
+$$ if ARGMAX
+    var idx_{{ i }}_{{ j }} = vec4<i32>(-1i);
+$$ endif
 $$ endfor
 $$ endfor
     for (var k0 = 0u; k0 < P.k; k0 = k0 + {{ BK }}u) {
@@ -88,9 +109,21 @@ $$ endfor
 $$ for j in range(TN4)
             let b{{ j }} = Bs[{{ kk * BN4 + j }}u + bcol4];
 $$ endfor
+$$ if ARGMAX
+            let kv{{ kk }} = vec4<i32>(i32(k0 + {{ kk }}u));
+$$ endif
 $$ for i in range(TM)
 $$ for j in range(TN4)
+$$ if ARGMAX
+            {
+                let v = mul4(a{{ i }}, b{{ j }});
+                let bt = better4(v, acc_{{ i }}_{{ j }});
+                acc_{{ i }}_{{ j }} = select(acc_{{ i }}_{{ j }}, v, bt);
+                idx_{{ i }}_{{ j }} = select(idx_{{ i }}_{{ j }}, kv{{ kk }}, bt);
+            }
+$$ else
             acc_{{ i }}_{{ j }} = add4(acc_{{ i }}_{{ j }}, mul4(a{{ i }}, b{{ j }}));
+$$ endif
 $$ endfor
 $$ endfor
         }
@@ -110,10 +143,21 @@ $$ for c in range(4)
             {
                 let col = col0 + (bcol4 + {{ j }}u) * 4u + {{ c }}u;
                 if (col < P.n) {
+                    let o = r * P.n + col;
+                    var v = acc_{{ i }}_{{ j }}.{{ "xyzw"[c] }};
+$$ if ARGMAX
+                    var bi = idx_{{ i }}_{{ j }}.{{ "xyzw"[c] }};
+$$ endif
 $$ if HAS_C
-                    D[dbase + r * P.n + col] = add1(C[cbase + r * P.n + col], acc_{{ i }}_{{ j }}.{{ "xyzw"[c] }});
-$$ else
-                    D[dbase + r * P.n + col] = acc_{{ i }}_{{ j }}.{{ "xyzw"[c] }};
+                    let cv = C[cbase + o];
+$$ if ARGMAX
+                    if (!better(v, cv)) { bi = -1i; }
+$$ endif
+                    v = add1(cv, v);
+$$ endif
+                    D[dbase + o] = v;
+$$ if ARGMAX
+                    I[dbase + o] = bi;
 $$ endif
                 }
             }

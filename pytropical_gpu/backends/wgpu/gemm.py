@@ -86,12 +86,14 @@ def needs_guard(sr: Semiring, a: np.ndarray, b: np.ndarray) -> bool:
 
 def choose_kernel(m: int, n: int, k: int, argmax: bool) -> tuple[str, dict]:
     if argmax:
-        return "gemm_simple", {"ARGMAX": True, "KCONST": 0, "WG": WG}
+        if k <= SKINNY_K and n <= SKINNY_N:
+            return "gemm_simple", {"ARGMAX": True, "KCONST": k, "WG": WG}
+        return "gemm_tiled", dict(TILE_SMALL, ARGMAX=True)
     if k <= SKINNY_K and n <= SKINNY_N:
         return "gemm_skinny", {"K": k, "N": n, "WG": WG}
     if m * n <= (1 << 20) or min(m, n) < 128:
-        return "gemm_tiled", dict(TILE_SMALL)
-    return "gemm_tiled", dict(TILE)
+        return "gemm_tiled", dict(TILE_SMALL, ARGMAX=False)
+    return "gemm_tiled", dict(TILE, ARGMAX=False)
 
 
 def gemm(eng: Engine, a: np.ndarray, b: np.ndarray, sr: Semiring, c, argmax: bool):
