@@ -81,7 +81,8 @@ def bench_gemm(eng, dev, cp, progress, quick, rows, extra):
     variants = [None]
     if not quick:  # a few tile variants for the big f32 case; the table reports each
         variants += [{"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8, "ARGMAX": False},
-                     {"BM": 128, "BN": 64, "BK": 16, "TM": 8, "TN": 8, "ARGMAX": False}]
+                     {"BM": 128, "BN": 64, "BK": 16, "TM": 8, "TN": 8, "ARGMAX": False},
+                     {"BM": 128, "BN": 128, "BK": 32, "TM": 8, "TN": 8, "ARGMAX": False}]
     for name, dts, m, k, n in cases:
         sr = get_semiring(name)
         dt = np.dtype(dts)
