@@ -142,6 +142,14 @@ class Runtime(abc.ABC):
 
         Raises ``RuntimeError`` with the compiler's message on invalid WGSL."""
 
+    def validate(self, source: str, label: str = "") -> None:
+        """Parse and validate WGSL ``source`` with the implementation's front end (naga / Tint)
+        without building a pipeline; raises ``RuntimeError`` with the compiler's message.
+
+        Cheaper than :meth:`compile` (no backend code generation, no driver compile); the variant
+        test uses it for every shader. The default compiles the pipeline."""
+        self.compile(source, label)
+
     @abc.abstractmethod
     def submit(self, commands: Sequence[Dispatch | Copy]) -> None:
         """Record ``commands`` in order into one command buffer and submit it (does not wait)."""

@@ -403,9 +403,9 @@ class DawnRuntime(Runtime):
         return memoryview(out)
 
     # ------------------------------------------------------------------ pipelines
-    def compile(self, source: str, label: str = "") -> _Pipeline:
+    def _module(self, source: str, what: str):
+        """A shader module (Tint parses, resolves and validates here), or RuntimeError."""
         webgpu, utils = self._w, self._u
-        what = label or "a kernel"
         code = source.encode("utf-8")
         code_buf = ctypes.create_string_buffer(code)
         wgsl = webgpu.WGPUShaderModuleWGSLDescriptor()
@@ -421,6 +421,15 @@ class DawnRuntime(Runtime):
             if module:
                 webgpu.wgpuShaderModuleRelease(module)
             raise RuntimeError(f"WGSL compilation of {what} failed (Tint): {err.strip()}")
+        return module
+
+    def validate(self, source: str, label: str = "") -> None:
+        self._w.wgpuShaderModuleRelease(self._module(source, label or "a kernel"))
+
+    def compile(self, source: str, label: str = "") -> _Pipeline:
+        webgpu, utils = self._w, self._u
+        what = label or "a kernel"
+        module = self._module(source, what)
         entry = b"main"
         entry_buf = ctypes.create_string_buffer(entry)
         pdesc = webgpu.WGPUComputePipelineDescriptor()

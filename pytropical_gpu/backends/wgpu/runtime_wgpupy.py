@@ -164,6 +164,13 @@ class WgpuPyRuntime(Runtime):
         pipe._pt_bgl = bgl  # noqa: SLF001 - keep the layout with the pipeline
         return pipe
 
+    def validate(self, source: str, label: str = "") -> None:
+        # create_shader_module runs naga's parser and validator; no pipeline, no driver compile
+        try:
+            self.device.create_shader_module(code=source, label=label)
+        except Exception as e:
+            raise RuntimeError(f"WGSL validation of {label or 'a kernel'} failed: {e}") from e
+
     # ------------------------------------------------------------------ commands
     def _uniforms(self, blobs: list[bytes]) -> list[int]:
         align = self.limits.min_uniform_offset_alignment

@@ -78,8 +78,8 @@ def gemm_semirings() -> list[Semiring]:
 def _kernel_choices() -> set[tuple[str, tuple, bool]]:
     """(kernel, kernel params, argmax) that choose_kernel returns over shapes crossing each of its
     thresholds (skinny k/n, small/large tile, argmax)."""
-    ks = sorted({1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 64, 1024} | set(range(1, gemm.SKINNY_K + 2)))
-    ns = [1, 4, gemm.SKINNY_N, gemm.SKINNY_N + 1, 127, 128, 1024, 4096]
+    ks = sorted({64, 1024} | set(range(1, gemm.SKINNY_K + 2)))
+    ns = sorted({127, 128, 1024, 4096} | set(range(1, gemm.SKINNY_N + 2)))
     ms = [1, 127, 128, 1024, 1 << 13, 1 << 21]
     out = set()
     for argmax in (False, True):
@@ -138,13 +138,28 @@ def variants() -> list[Variant]:
     return list(_all())
 
 
-def sources() -> dict[str, list[Variant]]:
-    """Distinct WGSL texts -> the variants that render to them (many guards render alike)."""
+#: parameters that only set an unrolled trip count (the same WGSL constructs, repeated)
+UNROLL_PARAMS = ("K", "N", "KCONST")
+#: the trip counts :func:`covering` keeps: the smallest, a non-multiple of 4, a multiple, the largest
+UNROLL_SAMPLE = frozenset({1, 3, 4, 5, gemm.SKINNY_K, gemm.SKINNY_N})
+
+
+def covering() -> list[Variant]:
+    """The variants with every unrolled trip count in :data:`UNROLL_SAMPLE`: each semiring x dtype x
+    guard x kernel x tile config x argmax x epilogue and every VSA/boolean variant, with the K/N
+    unrolls sampled. The variant test builds full pipelines from these and validates all of
+    :func:`variants` with each compiler's front end."""
+    return [v for v in _all()
+            if all(val in UNROLL_SAMPLE for key, val in v.params if key in UNROLL_PARAMS)]
+
+
+def sources(vs=None) -> dict[str, list[Variant]]:
+    """Distinct WGSL texts of ``vs`` (default: every variant) -> the variants rendering to them."""
     out: dict[str, list[Variant]] = {}
-    for v in _all():
+    for v in (_all() if vs is None else vs):
         out.setdefault(v.source(), []).append(v)
     return out
 
 
-__all__ = ["MAX_BITS", "USER_SEMIRING", "Variant", "boolean_variants", "gemm_variants", "sources",
-           "variants", "vsa_variants"]
+__all__ = ["MAX_BITS", "UNROLL_PARAMS", "UNROLL_SAMPLE", "USER_SEMIRING", "Variant",
+           "boolean_variants", "covering", "gemm_variants", "sources", "variants", "vsa_variants"]
