@@ -205,6 +205,13 @@ def test_compile_error_raises_runtime_error(rt, bad, needle):
     assert "bad kernel" in msg and needle in msg
 
 
+def test_validate_checks_the_front_end_only(rt):
+    rt.validate(SCALE, "scale")
+    with pytest.raises(RuntimeError) as ei:
+        rt.validate("@compute @workgroup_size(1) fn main() { let x: u32 = 1.5; }", "bad front end")
+    assert "bad front end" in str(ei.value)
+
+
 def test_runtime_still_works_after_a_compile_error(rt):
     with pytest.raises(RuntimeError):
         rt.compile("this is not WGSL", "garbage")
