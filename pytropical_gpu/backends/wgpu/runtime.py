@@ -36,6 +36,7 @@ from __future__ import annotations
 import abc
 import importlib
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -161,6 +162,41 @@ class Runtime(abc.ABC):
     def close(self) -> None:  # pragma: no cover - optional
         """Release the device (optional; the process exit also does it)."""
         return None
+
+
+#: ``@group(0) @binding(N) var<space, access>`` declarations: the explicit layout both runtimes
+#: build ("auto" layouts drop bindings the compiler found unused).
+_BINDING_RE = re.compile(
+    r"@group\(0\)\s*@binding\((\d+)\)\s*var<\s*(uniform|storage)\s*(?:,\s*(read_write|read))?\s*>")
+_TYPE_RANK = {"DISCRETEGPU": 0, "INTEGRATEDGPU": 1, "VIRTUALGPU": 2, "UNKNOWN": 3, "CPU": 4}
+
+
+def binding_kinds(source: str) -> dict[int, str]:
+    """Group-0 bindings of a WGSL source: slot -> "uniform" | "storage" | "read-only-storage"."""
+    kinds = {}
+    for m in _BINDING_RE.finditer(source):
+        space, access = m.group(2), m.group(3)
+        kinds[int(m.group(1))] = ("uniform" if space == "uniform" else
+                                  "storage" if access == "read_write" else "read-only-storage")
+    return dict(sorted(kinds.items()))
+
+
+def pick_adapter(adapters: Sequence[Any], info: Any) -> Any:
+    """The adapter to use: ``PYTROPICAL_WGPU_ADAPTER`` (a substring of name or vendor) if set, else
+    hardware before software, discrete before integrated, native APIs before GL."""
+    want = os.environ.get("PYTROPICAL_WGPU_ADAPTER", "").strip().lower()
+    if want:
+        for a in adapters:
+            inf = info(a)
+            if want in inf.name.lower() or want in inf.vendor.lower():
+                return a
+
+    def key(a):
+        inf = info(a)
+        return (int(inf.software), _TYPE_RANK.get(inf.adapter_type.upper(), 3),
+                0 if inf.backend.lower() in ("vulkan", "metal", "d3d12") else 1)
+
+    return sorted(adapters, key=key)[0]
 
 
 def software_adapter(adapter_type: str, is_fallback: bool) -> bool:

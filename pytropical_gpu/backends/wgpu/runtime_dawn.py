@@ -20,25 +20,19 @@ from __future__ import annotations
 
 import ctypes
 import logging
-import os
-import re
 import threading
 from collections.abc import Sequence
 
-from .runtime import AdapterInfo, Binding, Copy, Dispatch, Limits, Runtime
+from .runtime import AdapterInfo, Binding, Copy, Dispatch, Limits, Runtime, binding_kinds, pick_adapter
 
 log = logging.getLogger("pytropical_gpu")
 
 _U64_MAX = 2**64 - 1
-_TYPE_RANK = {"DISCRETEGPU": 0, "INTEGRATEDGPU": 1, "VIRTUALGPU": 2, "UNKNOWN": 3, "CPU": 4}
 #: our feature names (wgpu-py's spelling, the one kernels test for) -> Dawn's enum member names
 _OPTIONAL_FEATURES = {"subgroup": "WGPUFeatureName_Subgroups",
                       "shader-f16": "WGPUFeatureName_ShaderF16",
                       "timestamp-query": "WGPUFeatureName_TimestampQuery"}
 _lock = threading.Lock()
-#: ``@group(0) @binding(N) var<space, access>`` declarations (the same rule as runtime_wgpupy)
-_BINDING_RE = re.compile(
-    r"@group\(0\)\s*@binding\((\d+)\)\s*var<\s*(uniform|storage)\s*(?:,\s*(read_write|read))?\s*>")
 
 
 def _dawn():
@@ -158,19 +152,7 @@ def list_adapters() -> list[AdapterInfo]:
 
 
 def _pick(adapters):
-    want = os.environ.get("PYTROPICAL_WGPU_ADAPTER", "").strip().lower()
-    if want:
-        for a in adapters:
-            inf = _info(a)
-            if want in inf.name.lower() or want in inf.vendor.lower():
-                return a
-
-    def key(a):
-        inf = _info(a)
-        return (int(inf.software), _TYPE_RANK.get(inf.adapter_type.upper(), 3),
-                0 if inf.backend.lower() in ("vulkan", "metal", "d3d12") else 1)
-
-    return sorted(adapters, key=key)[0]
+    return pick_adapter(adapters, _info)
 
 
 def probe() -> tuple[bool, str]:
@@ -460,12 +442,10 @@ class DawnRuntime(Runtime):
         """(bind group layout, pipeline layout) for the shader's group-0 declarations, or (None,
         None) when it declares none in the recognised form (then Dawn derives the layout)."""
         webgpu = self._w
-        kinds = {}
-        for m in _BINDING_RE.finditer(source):
-            space, access = m.group(2), m.group(3)
-            kinds[int(m.group(1))] = (webgpu.WGPUBufferBindingType_Uniform if space == "uniform" else
-                                      webgpu.WGPUBufferBindingType_Storage if access == "read_write"
-                                      else webgpu.WGPUBufferBindingType_ReadOnlyStorage)
+        types = {"uniform": webgpu.WGPUBufferBindingType_Uniform,
+                 "storage": webgpu.WGPUBufferBindingType_Storage,
+                 "read-only-storage": webgpu.WGPUBufferBindingType_ReadOnlyStorage}
+        kinds = {slot: types[k] for slot, k in binding_kinds(source).items()}
         if not kinds:
             return None, None
         arr = (webgpu.WGPUBindGroupLayoutEntry * len(kinds))()

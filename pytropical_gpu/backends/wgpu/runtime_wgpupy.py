@@ -3,18 +3,13 @@
 from __future__ import annotations
 
 import logging
-import os
-import re
 from collections.abc import Sequence
 
-from .runtime import AdapterInfo, Binding, Copy, Dispatch, Limits, Runtime
+from .runtime import AdapterInfo, Binding, Copy, Dispatch, Limits, Runtime, binding_kinds, pick_adapter
 
 log = logging.getLogger("pytropical_gpu")
 
-_BINDING_RE = re.compile(
-    r"@group\(0\)\s*@binding\((\d+)\)\s*var<\s*(uniform|storage)\s*(?:,\s*(read_write|read))?\s*>")
 _OPTIONAL_FEATURES = ("subgroup", "shader-f16", "timestamp-query")
-_TYPE_RANK = {"DISCRETEGPU": 0, "INTEGRATEDGPU": 1, "VIRTUALGPU": 2, "UNKNOWN": 3, "CPU": 4}
 
 
 def _wgpu():
@@ -59,19 +54,7 @@ def probe() -> tuple[bool, str]:
 
 
 def _pick(adapters):
-    want = os.environ.get("PYTROPICAL_WGPU_ADAPTER", "").strip().lower()
-    if want:
-        for a in adapters:
-            inf = _info(a)
-            if want in inf.name.lower() or want in inf.vendor.lower():
-                return a
-
-    def key(a):
-        inf = _info(a)
-        return (int(inf.software), _TYPE_RANK.get(inf.adapter_type.upper(), 3),
-                0 if inf.backend.lower() in ("vulkan", "metal", "d3d12") else 1)
-
-    return sorted(adapters, key=key)[0]
+    return pick_adapter(adapters, _info)
 
 
 class WgpuPyRuntime(Runtime):
@@ -142,17 +125,12 @@ class WgpuPyRuntime(Runtime):
     def compile(self, source: str, label: str = ""):
         # explicit layout from the declarations: "auto" drops bindings the compiler found unused
         wgpu = self._wgpu
-        entries = []
-        for m in _BINDING_RE.finditer(source):
-            slot, space, access = int(m.group(1)), m.group(2), m.group(3)
-            if space == "uniform":
-                kind = wgpu.BufferBindingType.uniform
-            elif access == "read_write":
-                kind = wgpu.BufferBindingType.storage
-            else:
-                kind = wgpu.BufferBindingType.read_only_storage
-            entries.append({"binding": slot, "visibility": wgpu.ShaderStage.COMPUTE,
-                            "buffer": {"type": kind}})
+        types = {"uniform": wgpu.BufferBindingType.uniform,
+                 "storage": wgpu.BufferBindingType.storage,
+                 "read-only-storage": wgpu.BufferBindingType.read_only_storage}
+        entries = [{"binding": slot, "visibility": wgpu.ShaderStage.COMPUTE,
+                    "buffer": {"type": types[kind]}}
+                   for slot, kind in binding_kinds(source).items()]
         try:
             module = self.device.create_shader_module(code=source, label=label)
             bgl = self.device.create_bind_group_layout(entries=entries)
