@@ -315,6 +315,8 @@ def test_variant_list_covers_what_the_backend_compiles():
     x = tg.TernaryVec.random(300, seed=1, batch=(4,))
     tg.bundle(x, backend="wgpu")
     tg.dot(x, x, backend="wgpu")
+    tg.search(x, x, k=2, backend="wgpu")
+    tg.cosine(x, x, backend="wgpu")
     tg.permute(tg.bind(x, x, backend="wgpu"), 3, backend="wgpu")
     soft = tg.SoftTernaryVec(300, bits=5)
     soft.accumulate(tg.TernaryVec.random(300, seed=2), backend="wgpu")

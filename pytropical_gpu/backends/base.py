@@ -24,6 +24,9 @@ Kernel contract (``N``-prefixed shapes are native arrays, C-contiguous):
 ``_accumulate(sign, mag, hp, hn) -> (sign, mag)``: sign (N, W), mag (bits, N, W), h (N, W).
 ``_harden(sign, mag, threshold) -> (p, n)``: threshold >= 1.
 ``_topk(scores, k) -> (idx int64 (Q, k), vals int64 (Q, k))``: descending, ties to the smaller index.
+``_search(qp, qn, mp, mn, k) -> (idx, vals)``: q (Q, W), m (M, W), 1 <= k <= M; the k best rows of
+    ``_dot`` per query as ``_topk`` gives them (the default is exactly ``_topk(_dot(...), k)``; a
+    backend may fuse the two so the (Q, M) scores never leave the device).
 """
 
 from __future__ import annotations
@@ -306,8 +309,11 @@ class Backend:
             raise ValueError(f"search: k={k} must be between 1 and the {rows} rows of memory")
         qp, qn = self._flat(query)
         mp, mn = self._flat(memory)
-        scores = self._dot(qp, qn, mp, mn)
-        idx, vals = self._topk(scores, k)
+        if qp.shape[0] == 0:
+            idx = self.xp.zeros((0, k), np.int64)
+            vals = self.xp.zeros((0, k), np.int64)
+        else:
+            idx, vals = self._search(qp, qn, mp, mn, k)
         shape = query.batch_shape + (k,)
         kind = _arrays.kind_of(query.pos, memory.pos)
         return (_arrays.to_kind(idx.reshape(shape), kind), _arrays.to_kind(vals.reshape(shape), kind))
@@ -372,6 +378,9 @@ class Backend:
     def _nnz(self, p, n):
         xp = self.xp
         return xp.bitwise_count(p | n).sum(axis=-1, dtype=np.int64)
+
+    def _search(self, qp, qn, mp, mn, k):
+        return self._topk(self._dot(qp, qn, mp, mn), k)
 
     def _topk(self, scores, k):
         xp = self.xp

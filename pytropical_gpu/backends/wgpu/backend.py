@@ -71,6 +71,24 @@ class WgpuBackend(Backend):
         with self.engine.lock:
             return vsa.dot(self.engine, ap, an, bp, bn)
 
+    def _nnz(self, p, n):
+        # popcount(pos | neg) per row on the GPU; rows of 2^26 words or more (a count that might
+        # not fit the kernel's u32/i32 bound) stay on the host
+        if p.shape[1] == 0 or not vsa.exact_words(p.shape[1]):
+            return super()._nnz(p, n)
+        with self.engine.lock:
+            return vsa.nnz(self.engine, p, n)
+
+    def _search(self, qp, qn, mp, mn, k):
+        """Fused dot + top-k on the GPU (only (Q, k) pairs come back) for k <= ``vsa.TOPK_MAX``;
+        a larger k, or rows too long for an exact i32 per-row dot, take the host path: every
+        (Q, M) score is read back and numpy's stable argsort picks the k best."""
+        w, m = qp.shape[1], mp.shape[0]
+        if k > vsa.TOPK_MAX or w == 0 or not vsa.exact_words(w) or m >= 0xFFFFFFFF:
+            return super()._search(qp, qn, mp, mn, k)
+        with self.engine.lock:
+            return vsa.search(self.engine, qp, qn, mp, mn, k)
+
     def _permute(self, p, n, dim, shifts):
         with self.engine.lock:
             return vsa.permute(self.engine, p, n, dim, shifts)

@@ -5,7 +5,8 @@ from :func:`.gemm.semiring_code` (each builtin semiring x dtype x guarded/unguar
 user-defined semiring) and :func:`.gemm.choose_kernel` asked over a grid of shapes that crosses
 every threshold it has (so each tile config, every unrolled ``KCONST`` and the argmax kernel
 appear), each with and without the ``c`` epilogue; packed boolean and VSA kernels with the
-parameters :mod:`.boolean` and :mod:`.vsa` pass (every counter ``BITS``, every bundle ``WIDTH``).
+parameters :mod:`.boolean` and :mod:`.vsa` pass (every counter ``BITS``, every bundle ``WIDTH``, the
+search top-k passes and nnz).
 
 ``tests/test_webgpu_runtimes.py`` compiles each one on every available WebGPU runtime (wgpu-py's
 naga and Dawn's Tint), so a shader that only one compiler accepts cannot land. The test also checks
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...semirings import Semiring, get_semiring, semiring_names
-from . import boolean, gemm, templating
+from . import boolean, gemm, templating, vsa
 from .engine import WG
 
 #: counter widths a SoftTernaryVec can have that we prove (the template unrolls one plane per bit)
@@ -117,6 +118,8 @@ def boolean_variants() -> list[Variant]:
 
 def vsa_variants() -> list[Variant]:
     out = [_v("vsa_elementwise", OP="bind", BITS=0, WG=WG), _v("vsa_dot"), _v("vsa_permute", WG=WG)]
+    out += [_v("vsa_nnz", WG=WG)]
+    out += [_v("vsa_search", SRC=src, RPT=vsa.SEARCH_RPT) for src in ("dot", "cand")]
     out += [_v("vsa_bundle", WIDTH=w, WG=WG) for w in BUNDLE_WIDTHS]
     for bits in range(1, MAX_BITS + 1):
         out += [_v("vsa_elementwise", OP=op, BITS=bits, WG=WG) for op in ("accumulate", "harden")]
