@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -61,3 +62,31 @@ def test_soft_property(backend, x, bits):
     for row in x:
         soft.accumulate(TernaryVec.from_array(row), backend=backend)
     np.testing.assert_array_equal(soft.to_array(), ref_soft(list(x), bits))
+
+
+@SETTINGS
+@given(x=trit_rows, k=st.integers(1, 6), data=st.data())
+def test_search_and_cosine_property(backend, x, k, data):
+    k = min(k, x.shape[0])
+    q = data.draw(arrays(np.int8, x.shape[1], elements=st.sampled_from([-1, 0, 1])))
+    idx, scores = tg.search(TernaryVec.from_array(q), TernaryVec.from_array(x), k=k, backend=backend)
+    exact = [int(np.dot(r.astype(np.int64), q)) for r in x]
+    order = sorted(range(len(exact)), key=lambda i: (-exact[i], i))[:k]
+    assert list(np.asarray(idx)) == order
+    assert list(np.asarray(scores)) == [exact[i] for i in order]
+    cos = tg.cosine(TernaryVec.from_array(q), TernaryVec.from_array(x[0]), backend=backend)
+    nq, nx = int(np.count_nonzero(q)), int(np.count_nonzero(x[0]))
+    assert cos == (0.0 if nq * nx == 0 else pytest.approx(exact[0] / np.sqrt(nq * nx), abs=1e-12))
+
+
+@SETTINGS
+@given(bits=arrays(np.bool_, st.tuples(st.integers(0, 5), st.integers(0, 100))))
+def test_pack_property(backend, bits):
+    words = np.asarray(tg.pack_rows(bits, backend=backend).words)
+    assert words.shape == (bits.shape[0], (bits.shape[1] + 31) // 32)
+    for r in range(bits.shape[0]):
+        for j in range(bits.shape[1]):
+            assert bool((int(words[r, j // 32]) >> (j % 32)) & 1) == bool(bits[r, j])
+        tail = bits.shape[1] % 32
+        if tail:
+            assert int(words[r, -1]) >> tail == 0
