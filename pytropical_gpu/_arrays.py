@@ -10,6 +10,13 @@ import numpy as np
 
 NUMPY = "numpy"
 CUPY = "cupy"
+WGPU = "wgpu"
+
+
+def is_wgpu(x: Any) -> bool:
+    """A wgpu device-resident array (:class:`~pytropical_gpu.backends.wgpu.array.WgpuArray`)."""
+    mod = sys.modules.get("pytropical_gpu.backends.wgpu.array")
+    return mod is not None and isinstance(x, mod.WgpuArray)
 
 
 def _cupy():
@@ -24,12 +31,15 @@ def is_cupy(x: Any) -> bool:
 def kind_of(*xs: Any) -> tuple[str, Any]:
     """The array kind of the first device-side argument, else numpy.
 
-    Returns ``(kind, module)``: ``("numpy", None)``, ``("cupy", None)`` or ``("dlpack", module)``
-    for a foreign GPU tensor (torch) that the result is converted back to with ``module.from_dlpack``.
+    Returns ``(kind, module)``: ``("numpy", None)``, ``("cupy", None)``, ``("wgpu", None)`` (a
+    resident WgpuArray: results still come back as numpy) or ``("dlpack", module)`` for a foreign GPU
+    tensor (torch) that the result is converted back to with ``module.from_dlpack``.
     """
     for x in xs:
         if x is None or isinstance(x, (np.ndarray, np.generic, list, tuple, int, float, bool)):
             continue
+        if is_wgpu(x):
+            return WGPU, None
         if is_cupy(x):
             return CUPY, None
         if hasattr(x, "__cuda_array_interface__") or (
@@ -53,7 +63,7 @@ def to_numpy(x: Any, name: str = "array") -> np.ndarray:
     """Host numpy view/copy of any accepted input (cupy arrays are copied to the host)."""
     if isinstance(x, np.ndarray):
         return x
-    if is_cupy(x):
+    if is_cupy(x) or is_wgpu(x):
         return x.get()
     if hasattr(x, "__cuda_array_interface__") or (hasattr(x, "__dlpack__") and _is_device_dlpack(x)):
         cp = _import_cupy()
@@ -80,6 +90,8 @@ def to_cupy(x: Any, name: str = "array") -> Any:
     cp = _import_cupy()
     if isinstance(x, cp.ndarray):
         return x
+    if is_wgpu(x):
+        return cp.asarray(x.get())
     if hasattr(x, "__cuda_array_interface__"):
         return cp.asarray(x)
     if hasattr(x, "__dlpack__") and _is_device_dlpack(x):
@@ -92,8 +104,8 @@ def to_kind(result: Any, kind: tuple[str, Any]) -> Any:
     k, mod = kind
     if result is None:
         return None
-    if k == NUMPY:
-        return result.get() if is_cupy(result) else result
+    if k in (NUMPY, WGPU):  # resident wgpu operands give numpy results
+        return result.get() if (is_cupy(result) or is_wgpu(result)) else result
     if k == CUPY:
         return result if is_cupy(result) else _import_cupy().asarray(result)
     # foreign device tensor: go through DLPack (zero-copy from cupy)
@@ -103,5 +115,5 @@ def to_kind(result: Any, kind: tuple[str, Any]) -> Any:
 
 
 def xp_of(x: Any):
-    """numpy or cupy, whichever module ``x`` belongs to."""
+    """numpy or cupy, whichever module ``x`` belongs to (numpy for a WgpuArray)."""
     return _cupy() if is_cupy(x) else np

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import templating
+from .array import WgpuArray
 from .runtime import Binding, Copy, Dispatch, Runtime, create_runtime
 
 log = logging.getLogger("pytropical_gpu")
@@ -28,10 +29,16 @@ class DeviceBuffer:
     handle: object
     nbytes: int
     capacity: int
+    #: False for a resident array's buffer bound in place (release leaves it alone)
+    pooled: bool = True
+    #: byte offset of the data in ``handle`` (resident views only; aligned for binding)
+    base: int = 0
+    #: keeps a resident array's storage alive while this binding is in use
+    owner: object = None
 
     def binding(self, offset: int = 0, size: int | None = None) -> Binding:
         size = (self.nbytes - offset) if size is None else size
-        return Binding(self.handle, offset, max(_round4(size), 4))
+        return Binding(self.handle, self.base + offset, max(_round4(size), 4))
 
 
 def _round4(n: int) -> int:
@@ -70,6 +77,9 @@ class BufferPool:
 
     def release(self, buf: DeviceBuffer) -> None:
         if buf is None or buf.handle is None:
+            return
+        if not buf.pooled:  # a resident array's own buffer: never recycled
+            buf.handle = buf.owner = None
             return
         self.live_bytes -= buf.capacity
         self._free[buf.capacity].append(buf.handle)
@@ -125,13 +135,32 @@ class Engine:
     def alloc(self, nbytes: int) -> DeviceBuffer:
         return self.pool.acquire(nbytes)
 
-    def upload(self, arr: np.ndarray) -> DeviceBuffer:
+    def upload(self, arr) -> DeviceBuffer:
+        """A device buffer holding ``arr``: a numpy array is written through the runtime (into a
+        pooled buffer); a resident :class:`~.array.WgpuArray` is bound in place (no copy), or, for a
+        view whose offset the device cannot bind, copied on the device into a pooled buffer."""
+        if isinstance(arr, WgpuArray):
+            return self._bind_resident(arr)
         a = np.ascontiguousarray(arr)
         buf = self.pool.acquire(a.nbytes)
         raw = a.reshape(-1).view(np.uint8)
         if raw.nbytes % 4:
             raw = np.concatenate([raw, np.zeros(4 - raw.nbytes % 4, np.uint8)])
         self.rt.write(buf.handle, raw)
+        return buf
+
+    def _bind_resident(self, arr: WgpuArray) -> DeviceBuffer:
+        self.stats["resident_binds"] = self.stats.get("resident_binds", 0) + 1
+        n = arr.nbytes
+        if arr.offset % 4:  # a sub-word view of a bool/uint8 array: host round trip
+            return self.upload(arr.get())
+        if arr.offset % self.limits.min_storage_offset_alignment == 0 or n == 0:
+            return DeviceBuffer(arr.handle, n, arr._storage.capacity, pooled=False, base=arr.offset,
+                                owner=arr._storage)
+        # an unaligned view (a row chunk): one device-side copy, nothing crosses the bus
+        buf = self.pool.acquire(n)
+        self.rt.submit([Copy(arr.handle, arr.offset, buf.handle, 0, _round4(n))])
+        self.stats["resident_copies"] = self.stats.get("resident_copies", 0) + 1
         return buf
 
     def download(self, buf: DeviceBuffer, dtype, shape, offset: int = 0) -> np.ndarray:
@@ -170,7 +199,7 @@ class Engine:
     @staticmethod
     def copy(src: DeviceBuffer, dst: DeviceBuffer, size: int, src_offset: int = 0,
              dst_offset: int = 0) -> Copy:
-        return Copy(src.handle, src_offset, dst.handle, dst_offset, _round4(size))
+        return Copy(src.handle, src.base + src_offset, dst.handle, dst.base + dst_offset, _round4(size))
 
 
 def pack_params(*values: int, fmt: str = "I") -> bytes:

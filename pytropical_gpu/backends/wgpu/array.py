@@ -1,0 +1,271 @@
+"""Device-resident arrays of the wgpu backend.
+
+A :class:`WgpuArray` owns one device buffer (created directly by the runtime, never taken from the
+engine's recycling pool, so nothing else can be handed that memory while the array lives; the
+buffer is destroyed when the last array or view referring to it is garbage-collected). The wgpu
+kernels bind that buffer directly instead of uploading the operand on every call.
+
+It is immutable from the user's side: operations read it, never write it, and results come back as
+numpy arrays. Values that validation needs (NaN / inf present, integer range) are computed once when
+the array is created (``validated`` is then True) so later calls do not read the data again.
+
+This module imports nothing from the WebGPU runtime at import time (``_arrays`` checks the type).
+"""
+
+from __future__ import annotations
+
+import logging
+import operator
+import weakref
+from typing import Any
+
+import numpy as np
+
+log = logging.getLogger("pytropical_gpu")
+
+
+class _Storage:
+    """The owned device buffer (shared by an array and its views); destroyed when collected."""
+
+    __slots__ = ("handle", "nbytes", "capacity", "__weakref__")
+
+    def __init__(self, rt, handle, nbytes: int, capacity: int):
+        self.handle, self.nbytes, self.capacity = handle, nbytes, capacity
+        weakref.finalize(self, _destroy, rt, handle)
+
+
+def _destroy(rt, handle) -> None:
+    try:
+        rt.destroy_buffer(handle)
+    except Exception:  # pragma: no cover - interpreter shutdown
+        pass
+
+
+class WgpuArray:
+    """An n-d, C-contiguous array living in one wgpu device buffer.
+
+    Attributes: ``shape``, ``dtype``, ``ndim``, ``size``, ``nbytes``, ``offset`` (bytes into the
+    buffer: views made by ``reshape`` / leading-axis indexing share it), ``validated`` and
+    ``stats`` (facts computed once at creation: ``nan``, ``inf``, ``min``, ``max``).
+    ``.get()`` / ``np.asarray(x)`` copy it back to a new numpy array.
+    """
+
+    __slots__ = ("_storage", "shape", "dtype", "offset", "stats", "validated")
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("WgpuArray: create one with get_backend('wgpu').to_device(x) or "
+                        "HybridContext(...).to_device(x)")
+
+    # ------------------------------------------------------------------ creation
+    @classmethod
+    def from_numpy(cls, x: Any, engine=None) -> WgpuArray:
+        """Copy ``x`` (anything numpy accepts) into a new device buffer, computing its stats."""
+        from .engine import get_engine
+
+        eng = engine or get_engine()
+        a = np.ascontiguousarray(np.asarray(x))
+        if a.dtype == np.float64:
+            raise TypeError("WgpuArray: float64 is not supported on the wgpu backend (WGSL has no "
+                            "f64 in core); use float32")
+        if a.dtype.kind not in "biuf":
+            raise TypeError(f"WgpuArray: unsupported dtype {a.dtype}")
+        nbytes = int(a.nbytes)
+        cap = max(4, (nbytes + 3) & ~3)
+        if cap > eng.limits.max_buffer_size:
+            raise ValueError(f"WgpuArray: {nbytes} bytes exceed this device's largest buffer "
+                             f"({eng.limits.max_buffer_size} bytes); keep it on the host or split it")
+        with eng.lock:
+            rt = eng.rt
+            handle = rt.create_buffer(cap, label="resident")
+            raw = a.reshape(-1).view(np.uint8)
+            if raw.nbytes % 4:
+                raw = np.concatenate([raw, np.zeros(4 - raw.nbytes % 4, np.uint8)])
+            if raw.nbytes:
+                rt.write(handle, raw)
+        self = object.__new__(cls)
+        self._storage = _Storage(rt, handle, nbytes, cap)
+        self.shape, self.dtype, self.offset = tuple(int(s) for s in a.shape), a.dtype, 0
+        self.stats = _stats(a)
+        self.validated = True
+        return self
+
+    def _view(self, shape: tuple, offset: int) -> WgpuArray:
+        v = object.__new__(WgpuArray)
+        v._storage, v.dtype, v.stats, v.validated = self._storage, self.dtype, self.stats, self.validated
+        v.shape, v.offset = tuple(int(s) for s in shape), int(offset)
+        return v
+
+    # ------------------------------------------------------------------ numpy-like facts
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def handle(self):
+        """The runtime buffer handle (for the engine)."""
+        return self._storage.handle
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d WgpuArray")
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        return f"WgpuArray(shape={self.shape}, dtype={self.dtype.name})"
+
+    # ------------------------------------------------------------------ host copies
+    def get(self) -> np.ndarray:
+        """A new numpy array with the contents (one device read)."""
+        from .engine import get_engine
+
+        eng = get_engine()
+        n = self.nbytes
+        if n == 0:
+            return np.empty(self.shape, self.dtype)
+        with eng.lock:
+            raw = eng.rt.read(self.handle, self.offset, (n + 3) & ~3)
+        return np.frombuffer(raw, np.uint8, count=n).view(self.dtype).reshape(self.shape).copy()
+
+    def __array__(self, dtype=None, copy=None):
+        log.debug("WgpuArray: downloading %s to the host", self)
+        a = self.get()
+        return a if dtype is None else a.astype(dtype, copy=False)
+
+    # ------------------------------------------------------------------ views (no copy)
+    def reshape(self, *shape) -> WgpuArray:
+        """A view with another shape sharing the buffer (one ``-1`` allowed)."""
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        shape = tuple(operator.index(s) for s in shape)
+        if shape.count(-1) > 1:
+            raise ValueError("WgpuArray.reshape: only one dimension may be -1")
+        if -1 in shape:
+            known = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
+            if known == 0 or self.size % known:
+                raise ValueError(f"WgpuArray.reshape: cannot reshape {self.shape} into {shape}")
+            shape = tuple(self.size // known if s == -1 else s for s in shape)
+        if int(np.prod(shape, dtype=np.int64)) != self.size:
+            raise ValueError(f"WgpuArray.reshape: cannot reshape {self.shape} into {shape}")
+        return self._view(shape, self.offset)
+
+    def ravel(self) -> WgpuArray:
+        return self.reshape(-1)
+
+    def __getitem__(self, key) -> WgpuArray:
+        """Views that stay contiguous: ``None`` (new axis), integers and step-1 slices on the
+        leading axes (after an axis that keeps more than one entry, later axes must be whole)."""
+        if not isinstance(key, tuple):
+            key = (key,)
+        shape, item = self.shape, self.dtype.itemsize
+        new: list[int] = []
+        off, ax, multi = self.offset, 0, False
+        for kk in key:
+            if kk is None:
+                new.append(1)
+                continue
+            if kk is Ellipsis:
+                raise TypeError("WgpuArray: Ellipsis indexing is not supported on device; .get() first")
+            if ax >= len(shape):
+                raise IndexError(f"WgpuArray: too many indices for shape {shape}")
+            stride = int(np.prod(shape[ax + 1:], dtype=np.int64)) * item
+            if isinstance(kk, slice):
+                start, stop, step = kk.indices(shape[ax])
+                if step != 1:
+                    raise TypeError("WgpuArray: strided slices are not contiguous; .get() first")
+                length = max(0, stop - start)
+                if multi and length != shape[ax]:
+                    raise TypeError(f"WgpuArray: index {key!r} of shape {shape} is not contiguous on "
+                                    "the device; call .get() (or to_host) first")
+                off += start * stride if length else 0
+                new.append(length)
+                if length > 1:
+                    multi = True
+            else:
+                try:
+                    i = operator.index(kk)
+                except TypeError:
+                    raise TypeError(f"WgpuArray: unsupported index {kk!r} on device; .get() first") \
+                        from None
+                if multi:
+                    raise TypeError(f"WgpuArray: index {key!r} of shape {shape} is not contiguous on "
+                                    "the device; call .get() (or to_host) first")
+                if not -shape[ax] <= i < shape[ax]:
+                    raise IndexError(f"WgpuArray: index {i} out of range for axis {ax} of size "
+                                     f"{shape[ax]}")
+                off += (i % shape[ax]) * stride
+            ax += 1
+        new.extend(shape[ax:])
+        return self._view(tuple(new), off)
+
+    # ------------------------------------------------------------------ immutability
+    def __setitem__(self, key, value):
+        raise TypeError("WgpuArray is read-only; modify a host copy (.get()) and call to_device again")
+
+    def __reduce__(self):
+        return (_rebuild, (self.get(),))
+
+    # ------------------------------------------------------------------ validation facts
+    def has_nan(self) -> bool:
+        return bool(self.stats.get("nan", False))
+
+    def contains(self, value) -> bool:
+        """Whether ``value`` may occur (exact for the dtype's extremes, conservative otherwise)."""
+        st = self.stats
+        if self.dtype.kind == "f":
+            v = float(value)
+            if np.isinf(v):
+                return bool(st.get("inf", False))
+            return True
+        if "min" not in st:
+            return False
+        if value == st["min"] or value == st["max"]:
+            return True
+        info = np.iinfo(self.dtype)
+        if value in (info.min, info.max):
+            return False  # the extremes are the array's min/max exactly when present
+        return st["min"] <= value <= st["max"]
+
+    def absmax(self) -> int:
+        st = self.stats
+        return max(abs(int(st.get("min", 0))), abs(int(st.get("max", 0))))
+
+
+def _rebuild(a):
+    return WgpuArray.from_numpy(a)
+
+
+def _stats(a: np.ndarray) -> dict:
+    if a.size == 0:
+        return {}
+    if a.dtype.kind == "f":
+        return {"nan": bool(np.isnan(a).any()), "inf": bool(np.isinf(a).any())}
+    if a.dtype.kind in "iu":
+        return {"min": int(a.min()), "max": int(a.max())}
+    return {}
+
+
+def is_wgpu_array(x: Any) -> bool:
+    return isinstance(x, WgpuArray)
+
+
+def host(x: Any, why: str = "") -> Any:
+    """``x`` itself, or a host copy of a WgpuArray (logged: this is the slow path)."""
+    if isinstance(x, WgpuArray):
+        log.info("wgpu: downloading a resident %s to the host%s", x, f" ({why})" if why else "")
+        return x.get()
+    return x
+
+
+__all__ = ["WgpuArray", "host", "is_wgpu_array"]
