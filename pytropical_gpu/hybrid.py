@@ -88,20 +88,35 @@ class HybridContext:
     def _pick(self, op: str, size: int, *arrays: Any) -> Backend:
         if self.backend == "auto" and any(_arrays.is_cupy(x) for x in arrays) and probe("cuda")[0]:
             return get_backend("cuda")  # data already on the device: no host round trip
+        if self.backend == "auto" and any(_arrays.is_wgpu(x) for x in arrays):
+            return get_backend("wgpu")  # resident wgpu operands: run where they live
         return get_backend(self.route(op, size))
 
     # ------------------------------------------------------------------ device residency
+    def _device_target(self) -> str | None:
+        """Where to_device puts data: the pinned backend (wgpu/cuda), else the GPU "auto" uses."""
+        if self.backend in ("wgpu", "cuda"):
+            return self.backend
+        if self.backend == "cpu":
+            return None
+        return self.gpu
+
     def to_device(self, x: Any) -> Any:
-        """Keep ``x`` on the GPU across calls (cupy arrays / cupy-backed TernaryVec on cuda)."""
-        if self.gpu != "cuda":
+        """Keep ``x`` on the GPU across calls.
+
+        On cuda: cupy arrays (TernaryVec planes, packed words) that stay on the device. On wgpu: a
+        :class:`~pytropical_gpu.backends.wgpu.array.WgpuArray` (an owned device buffer the kernels
+        bind directly, no upload per call); numpy arrays, TernaryVec planes and PackedRows/PackedCols
+        words become WgpuArrays, validated once here (NaN, trits). Operations on resident operands
+        return numpy results on wgpu (cupy on cuda). With no GPU (or backend="cpu") ``x`` is
+        returned unchanged.
+        """
+        target = self._device_target()
+        if target is None or target == "cpu":
             return x
-        if isinstance(x, TernaryVec):
-            return TernaryVec._trusted(_arrays.to_cupy(x.pos), _arrays.to_cupy(x.neg), x.dim)
-        if isinstance(x, SoftTernaryVec):
+        if target == "cuda" and isinstance(x, SoftTernaryVec):
             return x.to_device()
-        if isinstance(x, (PackedRows, PackedCols)):
-            return type(x)(_arrays.to_cupy(x.words), x.k)
-        return _arrays.to_cupy(x)
+        return get_backend(target).to_device(x)
 
     def to_host(self, x: Any) -> Any:
         """Bring ``x`` back as numpy (TernaryVec/packed handles keep their type)."""

@@ -49,6 +49,10 @@ class TernaryVec:
         if dim < 0 or pos.shape[-1] != words_for(dim):
             raise ValueError(f"TernaryVec: dim {dim} needs {words_for(dim)} words, planes have "
                              f"{pos.shape[-1]}")
+        if _arrays.is_wgpu(pos) or _arrays.is_wgpu(neg):  # resident planes: checked on a host copy
+            TernaryVec(_arrays.to_numpy(pos), _arrays.to_numpy(neg), dim)
+            self.pos, self.neg, self.dim = pos, neg, dim
+            return
         if pos.size and bool((pos & neg).any()):
             raise ValueError("TernaryVec: invalid trit: a bit is set in both pos and neg")
         if pos.size and dim % 32:
@@ -113,8 +117,11 @@ class TernaryVec:
     def to_array(self) -> Any:
         """The trits as an int8 array of shape ``batch_shape + (dim,)``."""
         xp = _arrays.xp_of(self.pos)
-        p = _unpack_bits(self.pos, self.dim, xp)
-        n = _unpack_bits(self.neg, self.dim, xp)
+        pos, neg = self.pos, self.neg
+        if _arrays.is_wgpu(pos):
+            pos, neg = pos.get(), _arrays.to_numpy(neg)
+        p = _unpack_bits(pos, self.dim, xp)
+        n = _unpack_bits(neg, self.dim, xp)
         return p.astype(np.int8) - n.astype(np.int8)
 
     @classmethod

@@ -62,6 +62,49 @@ class Backend:
         """The caller's array as this backend's native kind (numpy here)."""
         return _arrays.to_numpy(x, name)
 
+    # ---------------------------------------------------------------- residency
+    def _resident(self, x: Any) -> Any:
+        """One array kept where this backend's kernels read it (numpy here)."""
+        return self.asnative(x)
+
+    def to_device(self, x: Any) -> Any:
+        """Keep ``x`` (an array, a TernaryVec, a PackedRows/PackedCols handle) on this backend's
+        device across calls: cupy arrays on cuda, :class:`WgpuArray` on wgpu, numpy on cpu. Values
+        are validated once here; operations on the result return numpy/cupy results as usual."""
+        if isinstance(x, TernaryVec):
+            return TernaryVec._trusted(self._resident(x.pos), self._resident(x.neg), x.dim)
+        if isinstance(x, (PackedRows, PackedCols)):
+            return type(x)(self._resident(x.words), x.k)
+        if isinstance(x, SoftTernaryVec):
+            return x  # counters are updated in place: they stay where they are
+        return self._resident(x)
+
+    def to_host(self, x: Any) -> Any:
+        """Bring ``x`` back as numpy (TernaryVec/packed handles keep their type)."""
+        if isinstance(x, TernaryVec):
+            return TernaryVec._trusted(_arrays.to_numpy(x.pos), _arrays.to_numpy(x.neg), x.dim)
+        if isinstance(x, (PackedRows, PackedCols)):
+            return type(x)(_arrays.to_numpy(x.words), x.k)
+        if isinstance(x, SoftTernaryVec):
+            x.sign, x.mag = _arrays.to_numpy(x.sign), _arrays.to_numpy(x.mag)
+            return x
+        return _arrays.to_numpy(x)
+
+    def _contig(self, x: Any) -> Any:
+        """C-contiguous native array; a resident WgpuArray (always contiguous) passes untouched."""
+        if _arrays.is_wgpu(x):
+            return x
+        return self.xp.ascontiguousarray(x)
+
+    def _host(self, x: Any, why: str = "") -> Any:
+        """``x``, or a host copy of a resident WgpuArray for work that cannot run on it in place
+        (logged at INFO: it is the slow path)."""
+        if _arrays.is_wgpu(x):
+            from .wgpu.array import host
+
+            return host(x, why)
+        return x
+
     def describe(self) -> dict:
         """A dict of facts about this backend (device name, ...) for ``info``."""
         return {"name": self.name}
@@ -104,7 +147,11 @@ class Backend:
             c3 = C if C.ndim == 3 else C[None]
             batch = _broadcast_batch("matmul", batch, c3.shape[0], (batch, m, n), C.shape)
         for arr, nm in ((A, "a"), (B, "b"), (C, "c")):
-            if arr is not None and dt.kind == "f" and arr.size and bool(xp.isnan(arr).any()):
+            if arr is None or dt.kind != "f" or not arr.size:
+                continue
+            # a resident (wgpu) operand was checked once when it went to the device
+            nan = arr.has_nan() if _arrays.is_wgpu(arr) else bool(xp.isnan(arr).any())
+            if nan:
                 raise ValueError(f"matmul: {nm} contains NaN")
         squeeze = A.ndim == 2 and B.ndim == 2 and (C is None or C.ndim == 2)
         shape = (m, n) if squeeze else (batch, m, n)
@@ -119,9 +166,9 @@ class Backend:
             d[...] = sr.zero_for(dt) if c3 is None else c3
             idx = xp.full((batch, m, n), -1, np.int32) if return_argmax else None
         else:
-            a3 = xp.ascontiguousarray(a3)
-            b3 = xp.ascontiguousarray(b3)
-            c3 = None if c3 is None else xp.ascontiguousarray(c3)
+            a3 = self._contig(a3)
+            b3 = self._contig(b3)
+            c3 = None if c3 is None else self._contig(c3)
             d, idx = self._gemm(a3, b3, sr, c3, return_argmax)
         if squeeze:
             d = d[0]
@@ -163,7 +210,7 @@ class Backend:
 
     def pack_cols(self, b: Any) -> PackedCols:
         """Pack a bool (k, n) matrix along k (column-wise); see :class:`PackedCols`."""
-        B = self._bool2d(b, "pack_cols")
+        B = self._host(self._bool2d(b, "pack_cols"), "pack_cols transposes")
         return PackedCols(_arrays.to_kind(self._pack_checked(self.xp.ascontiguousarray(B.T)),
                                           _arrays.kind_of(b)), B.shape[0])
 
@@ -171,7 +218,7 @@ class Backend:
         r, k = bits.shape
         if r == 0 or k == 0:
             return self.xp.zeros((r, (k + 31) // 32), np.uint32)
-        return self._pack(self.xp.ascontiguousarray(bits))
+        return self._pack(self._contig(bits))
 
     def _bool2d(self, x: Any, where: str) -> Any:
         X = self.asnative(x, where)
@@ -195,8 +242,8 @@ class Backend:
         if m == 0 or n == 0 or pa.k == 0:
             res = self.xp.zeros((m, n), np.bool_)
         else:
-            res = self._andor(self.xp.ascontiguousarray(self.asnative(pa.words)),
-                              self.xp.ascontiguousarray(self.asnative(pb.words)))
+            res = self._andor(self._contig(self.asnative(pa.words)),
+                              self._contig(self.asnative(pb.words)))
         return _arrays.to_kind(res, kind)
 
     def _gemm_bool(self, a, b, sr, c):
@@ -248,14 +295,14 @@ class Backend:
             rest = _bshape("bundle", *[v.batch_shape for v in vs])
             nvec = len(vs)
             planes = [self._planes2d(v, rest) for v in vs]
-            p = self.xp.stack([pl[0].reshape(-1) for pl in planes])
-            n = self.xp.stack([pl[1].reshape(-1) for pl in planes])
+            why = "bundle of a list stacks on the host; pass one batched TernaryVec to stay resident"
+            p = self.xp.stack([self._host(pl[0], why).reshape(-1) for pl in planes])
+            n = self.xp.stack([self._host(pl[1], why).reshape(-1) for pl in planes])
             srcs = tuple(vs)
         if nvec == 0 or p.shape[1] == 0:
             z = self.xp.zeros(p.shape[1], np.uint32)
             return self._tv_out(z, z.copy(), rest, dim, *srcs)
-        rp, rn = self._bundle(self.xp.ascontiguousarray(p), self.xp.ascontiguousarray(n),
-                              max(threshold, 1))
+        rp, rn = self._bundle(self._contig(p), self._contig(n), max(threshold, 1))
         return self._tv_out(rp, rn, rest, dim, *srcs)
 
     def dot(self, a: TernaryVec, b: TernaryVec) -> Any:
@@ -292,6 +339,7 @@ class Backend:
         s = operator.index(shifts) % a.dim if a.dim else 0
         p, n = self._flat(a)
         if s == 0 or p.shape[0] == 0:
+            p, n = self._host(p), self._host(n)
             return self._tv_out(p.copy(), n.copy(), a.batch_shape, a.dim, a)
         rp, rn = self._permute(p, n, a.dim, s)
         return self._tv_out(rp, rn, a.batch_shape, a.dim, a)
@@ -351,10 +399,9 @@ class Backend:
 
     # ---------------------------------------------------------------- helpers
     def _flat(self, v: TernaryVec) -> tuple[Any, Any]:
-        xp = self.xp
         w = v.words
-        return (xp.ascontiguousarray(self.asnative(v.pos).reshape(-1, w)),
-                xp.ascontiguousarray(self.asnative(v.neg).reshape(-1, w)))
+        return (self._contig(self.asnative(v.pos).reshape(-1, w)),
+                self._contig(self.asnative(v.neg).reshape(-1, w)))
 
     def _planes2d(self, v: TernaryVec, shape: tuple) -> tuple[Any, Any]:
         xp = self.xp
@@ -363,8 +410,9 @@ class Backend:
         for plane in (v.pos, v.neg):
             x = self.asnative(plane)
             if tuple(x.shape[:-1]) != tuple(shape):
-                x = xp.broadcast_to(x, tuple(shape) + (w,))
-            out.append(xp.ascontiguousarray(x).reshape(-1, w))
+                x = xp.broadcast_to(self._host(x, "broadcasting a resident operand"),
+                                    tuple(shape) + (w,))
+            out.append(self._contig(x).reshape(-1, w))
         return out[0], out[1]
 
     def _tv_out(self, p, n, shape, dim, *srcs) -> TernaryVec:
@@ -377,6 +425,7 @@ class Backend:
     # default kernels shared by every backend (overridable)
     def _nnz(self, p, n):
         xp = self.xp
+        p, n = self._host(p), self._host(n)
         return xp.bitwise_count(p | n).sum(axis=-1, dtype=np.int64)
 
     def _search(self, qp, qn, mp, mn, k):

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import _arrays
 from ...semirings import Semiring
 from ..base import Backend
 from . import boolean, gemm, vsa
+from .array import WgpuArray, host
 from .engine import Engine, get_engine
 
 
@@ -18,6 +20,19 @@ class WgpuBackend(Backend):
 
     def __init__(self, engine: Engine | None = None):
         self.engine = engine or get_engine()
+
+    def asnative(self, x, name: str = "array"):
+        """numpy, or a resident :class:`WgpuArray` unchanged (the kernels bind its buffer)."""
+        if isinstance(x, WgpuArray):
+            return x
+        return _arrays.to_numpy(x, name)
+
+    def _resident(self, x):
+        """A :class:`WgpuArray` copy of ``x`` (validated once: NaN/inf and integer range recorded).
+        Results of operations on it still come back as numpy arrays."""
+        if isinstance(x, WgpuArray):
+            return x
+        return WgpuArray.from_numpy(_arrays.to_numpy(x), self.engine)
 
     def describe(self) -> dict:
         rt = self.engine.rt
@@ -39,9 +54,11 @@ class WgpuBackend(Backend):
     # ------------------------------------------------------------------ GEMM
     def _gemm(self, a, b, sr: Semiring, c, argmax):
         if sr.builtin and sr.add_op in ("lor", "lxor"):
-            return self._gemm_bool(a, b, sr, c), None
+            why = "boolean semirings pack on the host"
+            return self._gemm_bool(host(a, why), host(b, why), sr, host(c, why)), None
         with self.engine.lock:
             if a.dtype == np.uint64:
+                a, b, c = host(a, "uint64"), host(b, "uint64"), host(c, "uint64")
                 return gemm.gemm_u64(self.engine, a, b, sr, c), None
             return gemm.gemm(self.engine, a, b, sr, c, argmax)
 

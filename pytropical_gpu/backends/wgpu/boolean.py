@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .array import WgpuArray
 from .engine import WG, Engine, pack_params
 
 KW = 8  # words per k step of the product kernel
@@ -18,7 +19,8 @@ def pack(eng: Engine, bits: np.ndarray) -> np.ndarray:
     rb = max(1, min(r, eng.max_binding // max(k, 1)))
     for r0 in range(0, r, rb):
         r1 = min(r, r0 + rb)
-        src = eng.upload(np.ascontiguousarray(bits[r0:r1]).view(np.uint8))
+        blk = bits[r0:r1]
+        src = eng.upload(blk if isinstance(blk, WgpuArray) else np.ascontiguousarray(blk).view(np.uint8))
         dst = eng.alloc((r1 - r0) * w * 4)
         gx, gy, _ = eng.grid(-(-((r1 - r0) * w) // WG))
         eng.submit([eng.dispatch(pipe, [src.binding(), dst.binding()], (gx, gy, 1),

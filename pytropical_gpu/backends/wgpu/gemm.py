@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...semirings import Semiring
+from .array import WgpuArray, host
 from .engine import WG, Engine, pack_params
 from .templating import WGSL_TYPES, literal
 
@@ -71,6 +72,8 @@ def needs_guard(sr: Semiring, a: np.ndarray, b: np.ndarray) -> bool:
     """Whether ⊗ needs its guarded form for these operands (same tests as the cpu reference)."""
     if not sr.guarded:
         return False
+    if isinstance(a, WgpuArray) or isinstance(b, WgpuArray):
+        return _needs_guard_resident(sr, a, b)
     dt = a.dtype
     if dt.kind == "f":
         return bool(np.isinf(a).any()) or bool(np.isinf(b).any())
@@ -82,6 +85,34 @@ def needs_guard(sr: Semiring, a: np.ndarray, b: np.ndarray) -> bool:
         bmax = int(np.abs(b.astype(np.int64)).max()) if b.size else 0
         return amax + bmax > np.iinfo(dt).max
     return False
+
+
+def _needs_guard_resident(sr: Semiring, a, b) -> bool:
+    """needs_guard from the facts a WgpuArray recorded when it went to the device (no read-back;
+    conservative for views, which share their parent's facts: a guard is never wrong, only slower)."""
+    dt = a.dtype
+    if dt.kind == "f":
+        return any(_isinf(x) for x in (a, b))
+    zero = sr.zero_for(dt)
+    if any(_contains(x, zero) for x in (a, b)):
+        return True
+    if sr.mul_op == "plus":
+        return _absmax(a) + _absmax(b) > np.iinfo(dt).max
+    return False
+
+
+def _isinf(x) -> bool:
+    return bool(x.stats.get("inf", False)) if isinstance(x, WgpuArray) else bool(np.isinf(x).any())
+
+
+def _contains(x, v) -> bool:
+    return x.contains(v) if isinstance(x, WgpuArray) else bool((x == v).any())
+
+
+def _absmax(x) -> int:
+    if isinstance(x, WgpuArray):
+        return x.absmax()
+    return int(np.abs(x.astype(np.int64)).max()) if x.size else 0
 
 
 def choose_kernel(m: int, n: int, k: int, argmax: bool) -> tuple[str, dict]:
@@ -131,6 +162,9 @@ def gemm(eng: Engine, a: np.ndarray, b: np.ndarray, sr: Semiring, c, argmax: boo
             mb = min(mb, max(1, (wmax * wmax * WG) // nb))
         plans = [(bi, bi + 1, m0, min(m, m0 + mb), n0, min(n, n0 + nb))
                  for bi in range(batch) for m0 in range(0, m, mb) for n0 in range(0, n, nb)]
+        # blocks are strided sub-matrices: resident operands come to the host once for the tiling
+        why = "GEMM beyond one binding is tiled on the host"
+        a, b, c = host(a, why), host(b, why), host(c, why)
     for (b0, b1, m0, m1, n0, n1) in plans:
         nbat = b1 - b0
         if whole:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .array import WgpuArray, host
 from .engine import WG, Engine, pack_params
 
 
@@ -20,7 +21,8 @@ def _chunks(total: int, per: int):
 
 def bind(eng: Engine, ap, an, bp, bn):
     shape = ap.shape
-    flat = [np.ascontiguousarray(x).reshape(-1) for x in (ap, an, bp, bn)]
+    flat = [x.reshape(-1) if isinstance(x, WgpuArray) else np.ascontiguousarray(x).reshape(-1)
+            for x in (ap, an, bp, bn)]
     total = flat[0].size
     op, on = np.empty(total, np.uint32), np.empty(total, np.uint32)
     pipe = eng.pipeline("vsa_elementwise", OP="bind", BITS=0, WG=WG)
@@ -46,8 +48,11 @@ def bundle(eng: Engine, p, n, threshold: int):
     width = max(v, threshold).bit_length() + 2
     pipe = eng.pipeline("vsa_bundle", WIDTH=width, WG=WG)
     op, on = np.empty(r, np.uint32), np.empty(r, np.uint32)
-    for s, e in _chunks(r, eng.max_binding // (4 * v)):
-        ins = [eng.upload(np.ascontiguousarray(x[:, s:e])) for x in (p, n)]
+    chunks = list(_chunks(r, eng.max_binding // (4 * v)))
+    if len(chunks) > 1:  # column blocks are strided: resident planes come to the host once
+        p, n = host(p, "bundle beyond one binding"), host(n, "bundle beyond one binding")
+    for s, e in chunks:
+        ins = [eng.upload(x if e - s == r else np.ascontiguousarray(x[:, s:e])) for x in (p, n)]
         outs = [eng.alloc((e - s) * 4) for _ in range(2)]
         gx, gy, _ = eng.grid(-(-(e - s) // WG))
         eng.submit([eng.dispatch(pipe, [b.binding() for b in ins + outs], (gx, gy, 1),
