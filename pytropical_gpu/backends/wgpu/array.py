@@ -27,11 +27,11 @@ log = logging.getLogger("pytropical_gpu")
 class _Storage:
     """The owned device buffer (shared by an array and its views); destroyed when collected."""
 
-    __slots__ = ("handle", "nbytes", "capacity", "__weakref__")
+    __slots__ = ("engine", "handle", "nbytes", "capacity", "__weakref__")
 
-    def __init__(self, rt, handle, nbytes: int, capacity: int):
-        self.handle, self.nbytes, self.capacity = handle, nbytes, capacity
-        weakref.finalize(self, _destroy, rt, handle)
+    def __init__(self, engine, handle, nbytes: int, capacity: int):
+        self.engine, self.handle, self.nbytes, self.capacity = engine, handle, nbytes, capacity
+        weakref.finalize(self, _destroy, engine.rt, handle)
 
 
 def _destroy(rt, handle) -> None:
@@ -83,7 +83,7 @@ class WgpuArray:
             if raw.nbytes:
                 rt.write(handle, raw)
         self = object.__new__(cls)
-        self._storage = _Storage(rt, handle, nbytes, cap)
+        self._storage = _Storage(eng, handle, nbytes, cap)
         self.shape, self.dtype, self.offset = tuple(int(s) for s in a.shape), a.dtype, 0
         self.stats = _stats(a)
         self.validated = True
@@ -128,9 +128,7 @@ class WgpuArray:
     # ------------------------------------------------------------------ host copies
     def get(self) -> np.ndarray:
         """A new numpy array with the contents (one device read)."""
-        from .engine import get_engine
-
-        eng = get_engine()
+        eng = self._storage.engine
         n = self.nbytes
         if n == 0:
             return np.empty(self.shape, self.dtype)

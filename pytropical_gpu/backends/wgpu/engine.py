@@ -152,6 +152,8 @@ class Engine:
     def _bind_resident(self, arr: WgpuArray) -> DeviceBuffer:
         self.stats["resident_binds"] = self.stats.get("resident_binds", 0) + 1
         n = arr.nbytes
+        if arr._storage.engine is not self:  # made on another device: one host round trip
+            return self.upload(arr.get())
         if arr.offset % 4:  # a sub-word view of a bool/uint8 array: host round trip
             return self.upload(arr.get())
         if arr.offset % self.limits.min_storage_offset_alignment == 0 or n == 0:
