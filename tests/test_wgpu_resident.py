@@ -241,3 +241,18 @@ def test_other_backends_accept_wgpu_array(ctx, rng):
     A2 = get_backend("wgpu").to_device(np.array([[1]], np.uint32))
     with pytest.raises(ValueError, match="invalid trit"):
         TernaryVec(A2, A2, 2)
+
+
+def test_row_views_bind_in_place_or_copy_on_device(ctx, written):
+    eng = get_backend("wgpu").engine
+    mem, q = _tv(2048, (40,), 9), _tv(2048, (2,), 10)  # 64 words = 256 bytes per row
+    M = ctx.to_device(mem)
+    cpu = get_backend("cpu")
+    written["bytes"] = 0
+    copies = eng.stats.get("resident_copies", 0)
+    for view, host_view in ((M[3:], mem[3:]), (M[1:7], mem[1:7])):  # offsets 768, 256 bytes
+        np.testing.assert_array_equal(ctx.dot(q, view), cpu.dot(q, host_view))
+        np.testing.assert_array_equal(ctx.bind(view, view).to_array(),
+                                      cpu.bind(host_view, host_view).to_array())
+    assert eng.stats.get("resident_copies", 0) == copies  # aligned: bound at their offset
+    assert written["bytes"] < mem.pos.nbytes // 4
