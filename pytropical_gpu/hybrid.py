@@ -21,7 +21,7 @@ from . import _arrays
 from .backends import Backend, get_backend, probe
 from .packed import PackedCols, PackedRows
 from .semirings import Semiring
-from .vsa import SoftTernaryVec, TernaryVec
+from .vsa import TernaryVec
 
 log = logging.getLogger("pytropical_gpu")
 
@@ -114,20 +114,11 @@ class HybridContext:
         target = self._device_target()
         if target is None or target == "cpu":
             return x
-        if target == "cuda" and isinstance(x, SoftTernaryVec):
-            return x.to_device()
         return get_backend(target).to_device(x)
 
     def to_host(self, x: Any) -> Any:
         """Bring ``x`` back as numpy (TernaryVec/packed handles keep their type)."""
-        if isinstance(x, TernaryVec):
-            return TernaryVec._trusted(_arrays.to_numpy(x.pos), _arrays.to_numpy(x.neg), x.dim)
-        if isinstance(x, (PackedRows, PackedCols)):
-            return type(x)(_arrays.to_numpy(x.words), x.k)
-        if isinstance(x, SoftTernaryVec):
-            x.sign, x.mag = _arrays.to_numpy(x.sign), _arrays.to_numpy(x.mag)
-            return x
-        return _arrays.to_numpy(x)
+        return get_backend("cpu").to_host(x)  # the same for every backend: Backend.to_host
 
     # ------------------------------------------------------------------ calibration
     def calibrate(self, repeats: int = 3, cache: bool = True) -> dict[str, int]:

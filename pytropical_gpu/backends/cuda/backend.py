@@ -12,6 +12,7 @@ import numpy as np
 
 from ... import _arrays
 from ...semirings import Semiring
+from ...vsa import SoftTernaryVec
 from ..base import Backend, ceil_div
 from . import kernels
 
@@ -46,6 +47,12 @@ class CudaBackend(Backend):
 
     def asnative(self, x: Any, name: str = "array") -> Any:
         return _arrays.to_cupy(x, name)
+
+    def to_device(self, x: Any) -> Any:
+        """As :meth:`Backend.to_device`; soft counters move too (cupy planes, updated in place)."""
+        if isinstance(x, SoftTernaryVec):
+            return x.to_device()
+        return super().to_device(x)
 
     def describe(self) -> dict:
         cp = self._cp
