@@ -1,12 +1,6 @@
 // One thread per output cell: the skinny path (m >> n, small k; k unrolled when KCONST > 0) and
 // the argmax kernel (strict improvement, so ties keep the smallest k; no path gives -1).
-{$ include "semiring_ops.wgsl" $}
-
-struct Params { m: u32, n: u32, k: u32, a_bs: u32, b_bs: u32, c_bs: u32, d_bs: u32, nx: u32 };
-@group(0) @binding(0) var<uniform> P: Params;
-@group(0) @binding(1) var<storage, read> A: array<T>;
-@group(0) @binding(2) var<storage, read> B: array<T>;
-@group(0) @binding(3) var<storage, read_write> D: array<T>;
+{$ include "gemm_common.wgsl" $}
 $$ set nb = 4
 $$ if ARGMAX
 @group(0) @binding({{ nb }}) var<storage, read_write> I: array<i32>;

@@ -1,13 +1,7 @@
 // Skinny semiring GEMM (m >> n, small k): one thread per row of A computes its N outputs; the
 // whole K x N of B sits in workgroup memory; K and N are compile-time constants (loops unrolled),
 // so nothing is padded to a big tile.
-{$ include "semiring_ops.wgsl" $}
-
-struct Params { m: u32, n: u32, k: u32, a_bs: u32, b_bs: u32, c_bs: u32, d_bs: u32, nx: u32 };
-@group(0) @binding(0) var<uniform> P: Params;
-@group(0) @binding(1) var<storage, read> A: array<T>;
-@group(0) @binding(2) var<storage, read> B: array<T>;
-@group(0) @binding(3) var<storage, read_write> D: array<T>;
+{$ include "gemm_common.wgsl" $}
 $$ if HAS_C
 @group(0) @binding(4) var<storage, read> C: array<T>;
 $$ endif

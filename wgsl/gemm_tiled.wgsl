@@ -1,13 +1,7 @@
 // Register-blocked semiring GEMM: D[b] = (C[b] ⊕) A[b] ⊗ B[b].
 // Workgroup tile BM x BN, k-tile BK, each thread TM x TN outputs held in vec4 accumulators; the
 // k-tile body is generated fully unrolled (no dynamically indexed private arrays).
-{$ include "semiring_ops.wgsl" $}
-
-struct Params { m: u32, n: u32, k: u32, a_bs: u32, b_bs: u32, c_bs: u32, d_bs: u32, pad: u32 };
-@group(0) @binding(0) var<uniform> P: Params;
-@group(0) @binding(1) var<storage, read> A: array<T>;
-@group(0) @binding(2) var<storage, read> B: array<T>;
-@group(0) @binding(3) var<storage, read_write> D: array<T>;
+{$ include "gemm_common.wgsl" $}
 $$ set nb = 4
 $$ if ARGMAX
 @group(0) @binding({{ nb }}) var<storage, read_write> I: array<i32>;

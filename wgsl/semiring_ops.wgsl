@@ -1,4 +1,4 @@
-// Semiring operators spliced into the GEMM kernels (included by gemm_tiled / gemm_simple).
+// Semiring operators spliced into the GEMM kernels (included through gemm_common.wgsl).
 // add1/mul1 act on scalars, add4/mul4 on vec4 (the register-blocked accumulators).
 alias T = {{ T }};
 alias V = vec4<{{ T }}>;
