@@ -144,22 +144,29 @@ class TernaryVec:
 
 
 def _pack_bits(bits: Any, xp: Any) -> Any:
-    """bool (..., dim) -> uint32 (..., ceil(dim/32)), LSB first."""
+    """bool (..., dim) -> uint32 (..., ceil(dim/32)), LSB first.
+
+    Packs the flattened array (CuPy's packbits has no ``axis``): rows are padded to whole words,
+    so a flat pack never mixes two rows in one byte."""
     dim = bits.shape[-1]
     w = words_for(dim)
+    lead = bits.shape[:-1]
+    if w == 0:
+        return xp.zeros(lead + (0,), np.uint32)
     pad = w * 32 - dim
     if pad:
-        bits = xp.concatenate([bits, xp.zeros(bits.shape[:-1] + (pad,), bool)], axis=-1)
-    by = xp.packbits(bits.reshape(bits.shape[:-1] + (w * 32,)), axis=-1, bitorder="little")
-    return xp.ascontiguousarray(by).view(np.uint32).reshape(bits.shape[:-1] + (w,)) if w else \
-        xp.zeros(bits.shape[:-1] + (0,), np.uint32)
+        bits = xp.concatenate([bits, xp.zeros(lead + (pad,), bool)], axis=-1)
+    by = xp.packbits(xp.ascontiguousarray(bits).reshape(-1), bitorder="little")
+    return by.view(np.uint32).reshape(lead + (w,))
 
 
 def _unpack_bits(words: Any, dim: int, xp: Any) -> Any:
-    if words.shape[-1] == 0:
-        return xp.zeros(words.shape[:-1] + (dim,), bool)
-    by = xp.ascontiguousarray(words).view(np.uint8)
-    bits = xp.unpackbits(by, axis=-1, bitorder="little")
+    """uint32 (..., W) -> bool (..., dim); flat unpack for the same reason as :func:`_pack_bits`."""
+    lead, w = words.shape[:-1], words.shape[-1]
+    if w == 0:
+        return xp.zeros(lead + (dim,), bool)
+    by = xp.ascontiguousarray(words).view(np.uint8).reshape(-1)
+    bits = xp.unpackbits(by, bitorder="little").reshape(lead + (w * 32,))
     return bits[..., :dim].astype(bool)
 
 

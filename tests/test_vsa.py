@@ -144,3 +144,22 @@ def test_search_batched_queries(backend, rng):
     for r in range(4):
         order = sorted(range(30), key=lambda i: (-exact[r, i], i))[:2]
         np.testing.assert_array_equal(idx[r], order)
+
+
+def test_trits_round_trip_on_cupy_planes(rng):
+    """from_array/to_array and SoftTernaryVec.to_array keep cupy planes on the device."""
+    from conftest import require_backend
+
+    require_backend("cuda")
+    import cupy as cp
+
+    x = trits(rng, (3, 70))
+    v = TernaryVec.from_array(cp.asarray(x))
+    assert isinstance(v.pos, cp.ndarray)
+    np.testing.assert_array_equal(cp.asnumpy(v.to_array()), x)
+    np.testing.assert_array_equal(cp.asnumpy(v.pos), TernaryVec.from_array(x).pos)
+    soft = tg.HybridContext(backend="cuda").to_device(tg.SoftTernaryVec(70, bits=2, batch=(3,)))
+    soft.accumulate(v, backend="cuda")
+    soft.accumulate(v, backend="cuda")
+    assert isinstance(soft.sign, cp.ndarray)
+    np.testing.assert_array_equal(cp.asnumpy(soft.to_array()), 2 * x)
