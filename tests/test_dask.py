@@ -322,3 +322,25 @@ def test_bundle_batched_rest(rng):
     np.testing.assert_array_equal(got, np.where(np.abs(s) >= 2, np.sign(s), 0))
     with pytest.raises(TypeError, match="dask planes"):
         tgd.bundle(tg.TernaryVec.from_array(t))
+
+
+# ---------------------------------------------------------------- the 2-GPU benchmark's code path
+def test_bench_dask_runs_on_numpy_chunks(tmp_path):
+    """benchmarks/bench_dask.py --cpu --tiny: the same code the GPU run uses (distributed client,
+    data made on the workers, one-device and plain-loop baselines, every check), on numpy chunks."""
+    pytest.importorskip("distributed")
+    pytest.importorskip("scipy")
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_dask.py"
+    spec = importlib.util.spec_from_file_location("bench_dask", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    out = tmp_path / "r.json"
+    assert bench.main(["--cpu", "--tiny", "--out", str(out)]) == 0
+    res = json.loads(out.read_text())
+    assert res["ok"] and len(res["checks"]) >= 10
+    assert {"matmul", "apsp", "search"} <= set(res)
+    assert res["matmul"]["dask_rows"]["median_s"] > 0 and res["search"]["dask"]["where"]
