@@ -28,6 +28,7 @@ SMALL = {
     "viterbi": ["--states", "6", "--length", "40", "--sequences", "8"],
     "gf2": ["--n", "80", "--rows", "90", "--rank", "70", "--panel", "16"],
     "vsa": ["--dim", "2048", "--limit", "600", "--epochs", "2"],
+    "multi_gpu": ["--size", "6", "--rows", "3000", "--dim", "256"],
 }
 QUIET = {name: ([] if name == "quickstart" else ["--quiet"]) for name in SMALL}
 SEED_ARG = str(SEED % 10_000)
@@ -44,6 +45,8 @@ def test_every_example_is_listed():
 
 @pytest.mark.parametrize("name", sorted(SMALL))
 def test_example_main(name, backend, capsys):
+    if name == "multi_gpu":
+        pytest.importorskip("dask")
     argv = SMALL[name] + QUIET[name] + ["--seed", SEED_ARG, "--backend", backend]
     rc = example(name).main(argv)
     out = capsys.readouterr().out
@@ -278,3 +281,13 @@ def test_vsa_learner_beats_chance_and_tracks_nearest_centroid():
     xtr, ytr, xte = x[:400], y[:400], x[400:600]
     ref = NearestCentroid().fit(xtr, ytr).predict(xte)
     assert np.array_equal(vs.nearest_centroid(xtr, ytr, xte, 10), ref)
+
+
+def test_distributed_example_prints_the_dashboard_link(capsys):
+    """With a distributed client (LocalCluster here, LocalCUDACluster on GPUs) the link is printed."""
+    pytest.importorskip("distributed")
+    argv = ["--cluster", "local", "--size", "5", "--rows", "2000", "--dim", "128", "--quiet",
+            "--seed", SEED_ARG]
+    assert example("multi_gpu").main(argv) == 0
+    out = capsys.readouterr().out
+    assert "dask dashboard: http" in out and "CHECK PASSED" in out

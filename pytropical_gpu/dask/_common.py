@@ -1,0 +1,75 @@
+"""Shared pieces of the dask layer: importing dask with a clear message, picking the block backend
+from a dask array's meta, and the semiring's ⊕ / strict-improvement test on the chunk's array module
+(numpy or cupy), so the tree reduction runs wherever the chunks live."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import _arrays
+from ..semirings import Semiring
+
+try:
+    import dask.array as da
+except ImportError as e:  # pragma: no cover - exercised only without the extra
+    raise ImportError("pytropical_gpu.dask needs dask: pip install 'pytropical_gpu[dask]' "
+                      "(and dask-cuda for GPU clusters)") from e
+
+_ADD = {"min": "minimum", "max": "maximum", "plus": "add", "lor": "logical_or",
+        "lxor": "logical_xor", "bor": "bitwise_or", "bxor": "bitwise_xor"}
+
+
+def block_backend(backend: str | None, *arrays: Any) -> str:
+    """The backend each block runs on: ``backend`` if given, else "cuda" when the first dask array's
+    meta (its chunk type) is cupy, else "cpu"."""
+    if backend is not None:
+        if backend not in ("cpu", "wgpu", "cuda"):
+            raise ValueError(f"backend must be cpu, wgpu, cuda or None; got {backend!r}")
+        return backend
+    for x in arrays:
+        meta = getattr(x, "_meta", None)
+        if meta is not None and _arrays.is_cupy(meta):
+            return "cuda"
+    return "cpu"
+
+
+def meta_like(x: Any, ndim: int, dtype: Any) -> Any:
+    """An empty array of ``x``'s chunk type (numpy or cupy) with ``ndim`` and ``dtype``."""
+    return da.utils.meta_from_array(getattr(x, "_meta", x), ndim=ndim, dtype=dtype)
+
+
+def xp_of(x: Any):
+    return _arrays.xp_of(x)
+
+
+def adder(sr: Semiring, xp: Any):
+    """⊕ as a function of two arrays of module ``xp`` (a user semiring's numpy ufunc dispatches to
+    cupy through ``__array_ufunc__``)."""
+    if sr.builtin and sr.add_op in _ADD:
+        return getattr(xp, _ADD[sr.add_op])
+    return sr.add
+
+
+def better(sr: Semiring, xp: Any):
+    """Strict improvement ``v ⊕ acc == v and v != acc``: the argmax rule of every backend."""
+    if sr.add_op == "min":
+        return xp.less
+    if sr.add_op == "max":
+        return xp.greater
+    add = sr.add
+
+    def f(v, acc):
+        return (add(v, acc) == v) & (v != acc)
+    return f
+
+
+def stable_argsort(xp: Any, x: Any) -> Any:
+    """Stable argsort along the last axis (CuPy's sort is always stable and takes no ``kind``)."""
+    if xp is np:
+        return np.argsort(x, axis=-1, kind="stable")
+    return xp.argsort(x, axis=-1)
+
+
+__all__ = ["da", "block_backend", "meta_like", "xp_of", "adder", "better", "stable_argsort"]
