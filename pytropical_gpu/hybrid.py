@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from . import _arrays
+from ._checks import int_arg
 from .backends import Backend, get_backend, probe
 from .packed import PackedCols, PackedRows
 from .semirings import Semiring
@@ -31,6 +32,10 @@ DEFAULT_THRESHOLDS: dict[str, int] = {
     "dot": 1 << 20, "search": 1 << 20, "permute": 1 << 20, "accumulate": 1 << 20,
     "harden": 1 << 20, "pack": 1 << 22,
 }
+#: other names ``route`` accepts for an operation (the public verbs that share a threshold)
+OP_ALIASES: dict[str, str] = {"unbind": "bind", "cosine": "dot", "dot_similarity": "dot",
+                              "cosine_similarity": "dot", "multiset": "bundle", "pack_rows": "pack",
+                              "pack_cols": "pack"}
 
 
 def _hardware_gpu() -> str | None:
@@ -66,7 +71,9 @@ class HybridContext:
         self.backend = backend
         self.thresholds = dict(DEFAULT_THRESHOLDS)
         if cpu_threshold is not None:
-            self.thresholds = {k: int(cpu_threshold) for k in self.thresholds}
+            t = int_arg(cpu_threshold, "HybridContext", "cpu_threshold (work items, or None)", lo=0,
+                        integral_float=True)
+            self.thresholds = {k: t for k in self.thresholds}
         self._gpu: str | None | bool = False  # False: not looked up yet
 
     @property
@@ -77,11 +84,16 @@ class HybridContext:
         return self._gpu  # type: ignore[return-value]
 
     def route(self, op: str, size: int) -> str:
-        """Which backend ``op`` on ``size`` work items would run on."""
+        """Which backend ``op`` on ``size`` work items would run on (an unknown op raises ValueError)."""
+        op = OP_ALIASES.get(op, op) if isinstance(op, str) else op
+        if op not in DEFAULT_THRESHOLDS:
+            raise ValueError(f"route: unknown op {op!r}; known: "
+                             f"{', '.join(sorted(set(DEFAULT_THRESHOLDS) | set(OP_ALIASES)))}")
+        size = int_arg(size, "route", "size", lo=0)
         if self.backend != "auto":
             return self.backend
         gpu = self.gpu
-        if gpu is None or size < self.thresholds.get(op, DEFAULT_THRESHOLDS["matmul"]):
+        if gpu is None or size < self.thresholds.get(op, DEFAULT_THRESHOLDS[op]):
             return "cpu"
         return gpu
 
