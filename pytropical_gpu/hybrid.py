@@ -20,6 +20,7 @@ import numpy as np
 from . import _arrays
 from ._checks import int_arg
 from .backends import Backend, get_backend, probe
+from .backends._validate import recheck_handle
 from .packed import PackedCols, PackedRows
 from .semirings import Semiring
 from .vsa import TernaryVec
@@ -119,12 +120,14 @@ class HybridContext:
         On cuda: cupy arrays (TernaryVec planes, packed words) that stay on the device. On wgpu: a
         :class:`~pytropical_gpu.backends.wgpu.array.WgpuArray` (an owned device buffer the kernels
         bind directly, no upload per call); numpy arrays, TernaryVec planes and PackedRows/PackedCols
-        words become WgpuArrays, validated once here (NaN, trits). Operations on resident operands
-        return numpy results on wgpu (cupy on cuda). With no GPU (or backend="cpu") ``x`` is
-        returned unchanged.
+        words become WgpuArrays, validated once here (NaN, trits). TernaryVec planes and packed
+        words are checked again on every backend (they may have been changed in place since they
+        were made); operations then trust them. Operations on resident operands return numpy
+        results on wgpu (cupy on cuda). With no GPU (or backend="cpu") ``x`` is returned unchanged.
         """
         target = self._device_target()
         if target is None or target == "cpu":
+            recheck_handle(x)  # the same checks as on a GPU; x itself stays where it is
             return x
         return get_backend(target).to_device(x)
 

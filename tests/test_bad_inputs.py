@@ -497,3 +497,18 @@ def test_bench_json_path_that_cannot_be_written(tmp_path, capsys, where):
     err = capsys.readouterr().err
     assert rc == 2 and f"cannot write --json {path}" in err
     assert ("is not a directory" if where == "under_a_file" else "is a directory") in err
+
+
+def test_context_to_device_rechecks_handles_on_cpu_too():
+    """HybridContext.to_device on cpu (or with no GPU) returns x unchanged, after the same checks."""
+    ctx = HybridContext("cpu")
+    v = TernaryVec.from_array(np.array([1, 0, -1], np.int8))
+    assert ctx.to_device(v) is v
+    v.neg[0] |= v.pos[0]
+    with pytest.raises(ValueError, match="both pos and neg"):
+        ctx.to_device(v)
+    h = tg.pack_rows(np.ones((2, 3), bool), backend="cpu")
+    assert ctx.to_device(h) is h
+    h.words[1, 0] |= U32(1 << 31)
+    with pytest.raises(ValueError, match="to_device: PackedRows: bits past k=3"):
+        ctx.to_device(h)

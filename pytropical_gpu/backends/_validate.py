@@ -6,8 +6,20 @@ from typing import Any
 
 import numpy as np
 
+from .. import _arrays
 from .._checks import int_arg, show
+from ..packed import PackedCols, PackedRows, check_words
 from ..vsa import TernaryVec
+
+
+def recheck_handle(x: Any) -> None:
+    """What ``to_device`` checks again: a TernaryVec's planes (no bit in both, zero tail) and a
+    packed handle's words (shape, zero tail), which may have been changed in place since they were
+    made. Resident (wgpu) data was checked when it went to the device."""
+    if isinstance(x, TernaryVec) and not _arrays.is_wgpu(x.pos):
+        TernaryVec(x.pos, x.neg, x.dim)
+    elif isinstance(x, (PackedRows, PackedCols)) and not _arrays.is_wgpu(x.words):
+        check_words(x.words, x.k, f"to_device: {type(x).__name__}")
 
 
 def _check_tv(v: Any, where: str, name: str) -> None:

@@ -38,10 +38,10 @@ import numpy as np
 
 from .. import _arrays
 from .._checks import int_arg, is_array, show
-from ..packed import PackedCols, PackedRows, check_words
+from ..packed import PackedCols, PackedRows
 from ..semirings import Semiring, get_semiring
 from ..vsa import SoftTernaryVec, TernaryVec
-from ._validate import _bshape, _check_tv, _nonneg_int, _same_dim
+from ._validate import _bshape, _check_tv, _nonneg_int, _same_dim, recheck_handle
 
 _SELECTIVE_ERR = "return_argmax needs a min/max-based (selective) semiring"
 
@@ -76,13 +76,10 @@ class Backend:
         device across calls: cupy arrays on cuda, :class:`WgpuArray` on wgpu, numpy on cpu. Values
         are validated here (TernaryVec planes and packed words again: they may have been changed in
         place since they were made); operations on the result return numpy/cupy results as usual."""
+        recheck_handle(x)
         if isinstance(x, TernaryVec):
-            if not _arrays.is_wgpu(x.pos):  # resident planes were checked when they went over
-                TernaryVec(x.pos, x.neg, x.dim)
             return TernaryVec._trusted(self._resident(x.pos), self._resident(x.neg), x.dim)
         if isinstance(x, (PackedRows, PackedCols)):
-            if not _arrays.is_wgpu(x.words):
-                check_words(x.words, x.k, f"to_device: {type(x).__name__}")
             return type(x)._trusted(self._resident(x.words), x.k)
         if isinstance(x, SoftTernaryVec):
             return x  # counters are updated in place: they stay where they are
