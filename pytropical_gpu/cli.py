@@ -349,9 +349,24 @@ def _wgpu_hardware() -> bool:
         return False
 
 
+def _json_path_problem(path: str) -> str | None:
+    """Why ``--json PATH`` cannot be written (checked before the benchmarks run), or None."""
+    p = Path(path)
+    if p.is_dir():
+        return f"{path} is a directory"
+    parent = next((q for q in p.parents if q.exists()), None)
+    if parent is not None and not parent.is_dir():
+        return f"{parent} is not a directory"
+    return None
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from .backends import BACKENDS, probe
 
+    bad = _json_path_problem(args.json) if args.json else None
+    if bad:
+        print(f"pytropical_gpu bench: cannot write --json {args.json}: {bad}", file=sys.stderr)
+        return 2
     folder = find_benchmarks(args.benchmarks_dir)
     if folder is None:
         print("pytropical_gpu bench: the benchmarks/ folder was not found. It is part of the source "
@@ -400,7 +415,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(h.format_table(rows))
     if args.json:
         devices = sorted({str(r.device if hasattr(r, "device") else r.get("device", "")) for r in rows})
-        path = h.write_json(args.json, rows, ", ".join(devices), quick=args.quick)
+        try:
+            path = h.write_json(args.json, rows, ", ".join(devices), quick=args.quick)
+        except OSError as e:
+            print(f"pytropical_gpu bench: cannot write --json {args.json}: {e}", file=sys.stderr)
+            return 1
         print(f"wrote {path}")
     return status
 

@@ -18,7 +18,9 @@ from typing import Any
 import numpy as np
 
 from . import _arrays
+from ._checks import int_arg
 from .backends import Backend, get_backend, probe
+from .backends._validate import recheck_handle
 from .packed import PackedCols, PackedRows
 from .semirings import Semiring
 from .vsa import TernaryVec
@@ -31,6 +33,10 @@ DEFAULT_THRESHOLDS: dict[str, int] = {
     "dot": 1 << 20, "search": 1 << 20, "permute": 1 << 20, "accumulate": 1 << 20,
     "harden": 1 << 20, "pack": 1 << 22,
 }
+#: other names ``route`` accepts for an operation (the public verbs that share a threshold)
+OP_ALIASES: dict[str, str] = {"unbind": "bind", "cosine": "dot", "dot_similarity": "dot",
+                              "cosine_similarity": "dot", "multiset": "bundle", "pack_rows": "pack",
+                              "pack_cols": "pack"}
 
 
 def _hardware_gpu() -> str | None:
@@ -66,7 +72,9 @@ class HybridContext:
         self.backend = backend
         self.thresholds = dict(DEFAULT_THRESHOLDS)
         if cpu_threshold is not None:
-            self.thresholds = {k: int(cpu_threshold) for k in self.thresholds}
+            t = int_arg(cpu_threshold, "HybridContext", "cpu_threshold (work items, or None)", lo=0,
+                        integral_float=True)
+            self.thresholds = {k: t for k in self.thresholds}
         self._gpu: str | None | bool = False  # False: not looked up yet
 
     @property
@@ -77,11 +85,16 @@ class HybridContext:
         return self._gpu  # type: ignore[return-value]
 
     def route(self, op: str, size: int) -> str:
-        """Which backend ``op`` on ``size`` work items would run on."""
+        """Which backend ``op`` on ``size`` work items would run on (an unknown op raises ValueError)."""
+        op = OP_ALIASES.get(op, op) if isinstance(op, str) else op
+        if op not in DEFAULT_THRESHOLDS:
+            raise ValueError(f"route: unknown op {op!r}; known: "
+                             f"{', '.join(sorted(set(DEFAULT_THRESHOLDS) | set(OP_ALIASES)))}")
+        size = int_arg(size, "route", "size", lo=0)
         if self.backend != "auto":
             return self.backend
         gpu = self.gpu
-        if gpu is None or size < self.thresholds.get(op, DEFAULT_THRESHOLDS["matmul"]):
+        if gpu is None or size < self.thresholds.get(op, DEFAULT_THRESHOLDS[op]):
             return "cpu"
         return gpu
 
@@ -107,12 +120,14 @@ class HybridContext:
         On cuda: cupy arrays (TernaryVec planes, packed words) that stay on the device. On wgpu: a
         :class:`~pytropical_gpu.backends.wgpu.array.WgpuArray` (an owned device buffer the kernels
         bind directly, no upload per call); numpy arrays, TernaryVec planes and PackedRows/PackedCols
-        words become WgpuArrays, validated once here (NaN, trits). Operations on resident operands
-        return numpy results on wgpu (cupy on cuda). With no GPU (or backend="cpu") ``x`` is
-        returned unchanged.
+        words become WgpuArrays, validated once here (NaN, trits). TernaryVec planes and packed
+        words are checked again on every backend (they may have been changed in place since they
+        were made); operations then trust them. Operations on resident operands return numpy
+        results on wgpu (cupy on cuda). With no GPU (or backend="cpu") ``x`` is returned unchanged.
         """
         target = self._device_target()
         if target is None or target == "cpu":
+            recheck_handle(x)  # the same checks as on a GPU; x itself stays where it is
             return x
         return get_backend(target).to_device(x)
 

@@ -83,6 +83,24 @@ class Semiring:
     builtin: bool = False
     aliases: tuple[str, ...] = field(default=())
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str):
+            raise TypeError(f"Semiring: name must be a str, got {type(self.name).__name__}")
+        for arg in ("add", "mul"):
+            if not callable(getattr(self, arg)):
+                raise TypeError(f"Semiring {self.name!r}: {arg} must be a numpy ufunc or a callable, "
+                                f"got {type(getattr(self, arg)).__name__}")
+        dts = (self.dtypes,) if isinstance(self.dtypes, (str, type, np.dtype)) else self.dtypes
+        try:
+            names = tuple(np.dtype(d).name for d in dts)
+        except TypeError as e:
+            raise TypeError(f"Semiring {self.name!r}: dtypes must be numpy dtype names, got "
+                            f"{self.dtypes!r} ({e})") from None
+        object.__setattr__(self, "dtypes", names)
+        for dt in names:  # the identities must be exact in every dtype the semiring accepts
+            for which in ("zero", "one"):
+                _exact_scalar(getattr(self, which), np.dtype(dt), f"Semiring {self.name!r}: {which}")
+
     @property
     def guarded(self) -> bool:
         """True when ⊗ treats the zero as absorbing (min/max ⊕ with plus/times ⊗)."""
@@ -118,6 +136,22 @@ def _scalar(value: Any, dt: np.dtype) -> np.generic:
         if isinstance(value, bool) and dt.kind == "u":
             return dt.type(info.max if value else 0)
     return dt.type(value)
+
+
+def _exact_scalar(value: Any, dt: np.dtype, where: str) -> None:
+    """Raise ValueError unless ``value`` is exactly representable in ``dt`` (±inf: integer extremes)."""
+    if dt.kind not in "iu":
+        return
+    if isinstance(value, (bool, np.bool_)) or (isinstance(value, float) and np.isinf(value)):
+        return
+    try:
+        ok = float(value) == int(value) and np.iinfo(dt).min <= int(value) <= np.iinfo(dt).max
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok:
+        info = np.iinfo(dt)
+        raise ValueError(f"{where} {value!r} is not exactly representable in {dt.name} "
+                         f"(integers {info.min}..{info.max}, or ±inf for the extremes)")
 
 
 _REGISTRY: dict[str, Semiring] = {}

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from . import _arrays
+from ._checks import batch_arg, int_arg, uint32_array
 
 
 def words_for(dim: int) -> int:
@@ -24,11 +25,26 @@ def _tail_mask(dim: int) -> np.uint32:
     return np.uint32(0xFFFFFFFF if r == 0 else (1 << r) - 1)
 
 
+def _check_bits(pos: Any, neg: Any, dim: int) -> None:
+    """No bit in both planes, no bit past ``dim`` (numpy or cupy planes)."""
+    if pos.size and bool((pos & neg).any()):
+        raise ValueError("TernaryVec: invalid trit: a bit is set in both pos and neg")
+    if pos.size and dim % 32:
+        m = ~_tail_mask(dim)
+        if bool(((pos[..., -1] | neg[..., -1]) & m).any()):
+            raise ValueError(f"TernaryVec: tail bits past dim {dim} must be zero")
+
+
 class TernaryVec:
     """A (batch of) ternary hypervector(s) stored as ``pos``/``neg`` uint32 bit planes.
 
     Shapes:
         pos, neg: (*batch, ceil(dim/32)) uint32
+
+    Planes given to the constructor are validated (uint32 arrays, no bit in both planes, zero tail
+    bits); ``to_device`` validates them again. Operations trust a vector's planes as validated then:
+    planes changed in place afterwards give undefined results (re-validate with
+    ``TernaryVec(v.pos, v.neg, v.dim)``).
 
     >>> v = TernaryVec.from_array(np.array([1, 0, -1, 1], dtype=np.int8))
     >>> v.to_array().tolist(), v.dim
@@ -38,27 +54,22 @@ class TernaryVec:
     __slots__ = ("pos", "neg", "dim")
 
     def __init__(self, pos: Any, neg: Any, dim: int):
-        xp = _arrays.xp_of(pos)
-        if _arrays.xp_of(neg) is not xp:
-            raise TypeError("TernaryVec: pos and neg must be the same array kind")
-        if pos.dtype != np.uint32 or neg.dtype != np.uint32:
-            raise TypeError(f"TernaryVec: planes must be uint32, got {pos.dtype} and {neg.dtype}")
+        dim = int_arg(dim, "TernaryVec", "dim", lo=0)
+        for plane, name in ((pos, "pos"), (neg, "neg")):
+            uint32_array(plane, "TernaryVec", name, "a bit plane; build vectors from trits with "
+                         "TernaryVec.from_array")
+        if _arrays.xp_of(neg) is not _arrays.xp_of(pos) or _arrays.is_wgpu(pos) != _arrays.is_wgpu(neg):
+            raise TypeError(f"TernaryVec: pos and neg must be the same array kind, got "
+                            f"{type(pos).__name__} and {type(neg).__name__}")
         if pos.shape != neg.shape or pos.ndim < 1:
             raise ValueError(f"TernaryVec: plane shapes differ or are 0-d: {pos.shape} vs {neg.shape}")
-        dim = int(dim)
-        if dim < 0 or pos.shape[-1] != words_for(dim):
+        if pos.shape[-1] != words_for(dim):
             raise ValueError(f"TernaryVec: dim {dim} needs {words_for(dim)} words, planes have "
                              f"{pos.shape[-1]}")
-        if _arrays.is_wgpu(pos) or _arrays.is_wgpu(neg):  # resident planes: checked on a host copy
-            TernaryVec(_arrays.to_numpy(pos), _arrays.to_numpy(neg), dim)
-            self.pos, self.neg, self.dim = pos, neg, dim
-            return
-        if pos.size and bool((pos & neg).any()):
-            raise ValueError("TernaryVec: invalid trit: a bit is set in both pos and neg")
-        if pos.size and dim % 32:
-            m = ~_tail_mask(dim)
-            if bool(((pos[..., -1] | neg[..., -1]) & m).any()):
-                raise ValueError(f"TernaryVec: tail bits past dim {dim} must be zero")
+        if _arrays.is_wgpu(pos):  # resident planes: checked on a host copy
+            _check_bits(_arrays.to_numpy(pos), _arrays.to_numpy(neg), dim)
+        else:
+            _check_bits(pos, neg, dim)
         self.pos, self.neg, self.dim = pos, neg, dim
 
     @classmethod
@@ -128,10 +139,11 @@ class TernaryVec:
     def random(cls, dim: int, density: float = 1.0, seed: Any = None,
                batch: tuple[int, ...] | int = ()) -> TernaryVec:
         """Random trits: non-zero with probability ``density``, then ±1 with equal odds."""
+        if isinstance(density, (bool, np.bool_)) or not isinstance(density, (int, float, np.number)):
+            raise TypeError(f"TernaryVec.random: density must be a number in [0, 1], got {density!r}")
         if not 0.0 <= float(density) <= 1.0:
             raise ValueError(f"TernaryVec.random: density must be in [0, 1], got {density}")
-        if int(dim) < 0:
-            raise ValueError(f"TernaryVec.random: dim must be >= 0, got {dim}")
+        dim = int_arg(dim, "TernaryVec.random", "dim", lo=0)
         batch = (batch,) if isinstance(batch, int) else tuple(batch)
         rng = np.random.default_rng(seed)
         shape = batch + (int(dim),)
@@ -171,7 +183,7 @@ def _unpack_bits(words: Any, dim: int, xp: Any) -> Any:
 
 
 class SoftTernaryVec:
-    """Saturating signed counters s ∈ [−(2^bits−1), 2^bits−1], stored bit-sliced.
+    """Saturating signed counters s ∈ [−(2^bits−1), 2^bits−1], stored bit-sliced (bits 1 to 31).
 
     ``sign`` (*batch, words) marks negative counters; ``mag`` (bits, *batch, words) holds the
     magnitude, plane j = bit j. Zero is stored with sign 0.
@@ -188,12 +200,10 @@ class SoftTernaryVec:
     __slots__ = ("sign", "mag", "dim", "bits")
 
     def __init__(self, dim: int, bits: int = 3, *, batch: tuple[int, ...] | int = ()):
-        if int(bits) < 1:
-            raise ValueError(f"SoftTernaryVec: bits must be >= 1, got {bits}")
-        if int(dim) < 0:
-            raise ValueError(f"SoftTernaryVec: dim must be >= 0, got {dim}")
-        batch = (batch,) if isinstance(batch, int) else tuple(batch)
-        self.dim, self.bits = int(dim), int(bits)
+        # bits <= 31: the counters fit the int32 of to_array and the kernels' 32-bit arithmetic
+        self.bits = int_arg(bits, "SoftTernaryVec", "bits", lo=1, hi=31)
+        self.dim = int_arg(dim, "SoftTernaryVec", "dim", lo=0)
+        batch = batch_arg(batch, "SoftTernaryVec")
         w = words_for(self.dim)
         self.sign = np.zeros(batch + (w,), np.uint32)
         self.mag = np.zeros((self.bits,) + batch + (w,), np.uint32)

@@ -31,16 +31,17 @@ Kernel contract (``N``-prefixed shapes are native arrays, C-contiguous):
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from .. import _arrays
+from .._checks import int_arg, is_array, show
 from ..packed import PackedCols, PackedRows
 from ..semirings import Semiring, get_semiring
 from ..vsa import SoftTernaryVec, TernaryVec
+from ._validate import _bshape, _check_tv, _nonneg_int, _same_dim, recheck_handle
 
 _SELECTIVE_ERR = "return_argmax needs a min/max-based (selective) semiring"
 
@@ -52,6 +53,9 @@ class Backend:
     #: dtypes this backend can run GEMM on (subset of the semiring's).
     gemm_dtypes: frozenset[str] = frozenset(
         {"float32", "float64", "int32", "bool", "uint32", "uint64"})
+    #: dtypes a user-defined Semiring runs on here (GPU kernels have no bool element type: the
+    #: builtin lor_land/lxor_land run as packed bits, a user's bool ops cannot).
+    user_dtypes: frozenset[str] = frozenset({"float32", "float64", "int32", "uint32", "uint64"})
 
     # ---------------------------------------------------------------- array kinds
     @property
@@ -70,11 +74,13 @@ class Backend:
     def to_device(self, x: Any) -> Any:
         """Keep ``x`` (an array, a TernaryVec, a PackedRows/PackedCols handle) on this backend's
         device across calls: cupy arrays on cuda, :class:`WgpuArray` on wgpu, numpy on cpu. Values
-        are validated once here; operations on the result return numpy/cupy results as usual."""
+        are validated here (TernaryVec planes and packed words again: they may have been changed in
+        place since they were made); operations on the result return numpy/cupy results as usual."""
+        recheck_handle(x)
         if isinstance(x, TernaryVec):
             return TernaryVec._trusted(self._resident(x.pos), self._resident(x.neg), x.dim)
         if isinstance(x, (PackedRows, PackedCols)):
-            return type(x)(self._resident(x.words), x.k)
+            return type(x)._trusted(self._resident(x.words), x.k)
         if isinstance(x, SoftTernaryVec):
             return x  # counters are updated in place: they stay where they are
         return self._resident(x)
@@ -84,7 +90,7 @@ class Backend:
         if isinstance(x, TernaryVec):
             return TernaryVec._trusted(_arrays.to_numpy(x.pos), _arrays.to_numpy(x.neg), x.dim)
         if isinstance(x, (PackedRows, PackedCols)):
-            return type(x)(_arrays.to_numpy(x.words), x.k)
+            return type(x)._trusted(_arrays.to_numpy(x.words), x.k)
         if isinstance(x, SoftTernaryVec):
             x.sign, x.mag = _arrays.to_numpy(x.sign), _arrays.to_numpy(x.mag)
             return x
@@ -187,8 +193,22 @@ class Backend:
             raise TypeError(f"matmul: the {self.name} backend does not support dtype {dt.name} "
                             f"(supported: {', '.join(sorted(self.gemm_dtypes))}); use backend='cpu'"
                             " or another dtype")
+        if not sr.builtin and dt.name not in self.user_dtypes:
+            alt = "'cpu' or 'cuda'" if dt.name in Backend.user_dtypes else "'cpu'"
+            raise TypeError(f"matmul: the {self.name} backend cannot run the user-defined semiring "
+                            f"{sr.name!r} on {dt.name}: {self._user_dtype_reason(dt)}; use "
+                            f"backend={alt}")
+
+    def _user_dtype_reason(self, dt: np.dtype) -> str:
+        if dt.name == "bool":
+            return ("its kernels have no bool element type (the builtin lor_land/lxor_land run as "
+                    "packed bits)")
+        return f"user-defined semirings run on {', '.join(sorted(self.user_dtypes))} here"
 
     def _check_out(self, out: Any, shape: tuple, dt: np.dtype) -> None:
+        if not is_array(out):
+            raise TypeError(f"matmul: out must be an array (numpy or cupy) of shape {shape} and "
+                            f"dtype {dt.name}, got {show(out)}")
         if tuple(out.shape) != tuple(shape) or np.dtype(out.dtype) != dt:
             raise ValueError(f"matmul: out has shape {tuple(out.shape)} and dtype {out.dtype}, "
                              f"expected {shape} and {dt.name}")
@@ -206,12 +226,13 @@ class Backend:
     def pack_rows(self, a: Any) -> PackedRows:
         """Pack a bool (m, k) matrix along k, 32 per uint32 word; see :class:`PackedRows`."""
         A = self._bool2d(a, "pack_rows")
-        return PackedRows(_arrays.to_kind(self._pack_checked(A), _arrays.kind_of(a)), A.shape[1])
+        return PackedRows._trusted(_arrays.to_kind(self._pack_checked(A), _arrays.kind_of(a)),
+                                   A.shape[1])
 
     def pack_cols(self, b: Any) -> PackedCols:
         """Pack a bool (k, n) matrix along k (column-wise); see :class:`PackedCols`."""
         B = self._host(self._bool2d(b, "pack_cols"), "pack_cols transposes")
-        return PackedCols(_arrays.to_kind(self._pack_checked(self.xp.ascontiguousarray(B.T)),
+        return PackedCols._trusted(_arrays.to_kind(self._pack_checked(self.xp.ascontiguousarray(B.T)),
                                           _arrays.kind_of(b)), B.shape[0])
 
     def _pack_checked(self, bits: Any) -> Any:
@@ -230,11 +251,13 @@ class Backend:
 
     def andor_matmul(self, a: Any, b: Any) -> Any:
         """Boolean product (OR of ANDs) of bool arrays or packed handles; returns bool (m, n)."""
+        if isinstance(a, PackedCols) or isinstance(b, PackedRows):
+            raise TypeError(f"andor_matmul: a must be a bool array or PackedRows (pack_rows) and b a "
+                            f"bool array or PackedCols (pack_cols); got {type(a).__name__} and "
+                            f"{type(b).__name__} (swapped?)")
         kind = _arrays.kind_of(getattr(a, "words", a), getattr(b, "words", b))
         pa = a if isinstance(a, PackedRows) else self.pack_rows(a)
         pb = b if isinstance(b, PackedCols) else self.pack_cols(b)
-        if isinstance(a, PackedCols) or isinstance(b, PackedRows):
-            raise TypeError("andor_matmul: a must be PackedRows (pack_rows) and b PackedCols (pack_cols)")
         if pa.k != pb.k:
             raise ValueError(f"andor_matmul: shapes {pa.shape} and {pb.shape} are not aligned "
                              f"({pa.k} != {pb.k})")
@@ -266,6 +289,9 @@ class Backend:
         shape = _bshape("bind", a.batch_shape, b.batch_shape)
         ap, an = self._planes2d(a, shape)
         bp, bn = self._planes2d(b, shape)
+        if a.words == 0 or ap.shape[0] == 0:
+            z = self.xp.zeros((ap.shape[0], a.words), np.uint32)
+            return self._tv_out(z, z.copy(), shape, a.dim, a, b)
         p, n = self._bind(ap, an, bp, bn)
         return self._tv_out(p, n, shape, a.dim, a, b)
 
@@ -281,8 +307,11 @@ class Backend:
                 raise ValueError("bundle: a single TernaryVec must be batched (leading dim = vectors)")
             dim, rest = vs.dim, vs.batch_shape[1:]
             nvec = vs.batch_shape[0]
-            p = self.asnative(vs.pos).reshape(nvec, -1)
-            n = self.asnative(vs.neg).reshape(nvec, -1)
+            if nvec == 0:
+                raise ValueError(f"bundle: the batched TernaryVec holds no vectors (batch shape "
+                                 f"{vs.batch_shape}); nothing to bundle")
+            p = self.asnative(vs.pos).reshape(nvec, int(np.prod(rest, dtype=np.int64)) * vs.words)
+            n = self.asnative(vs.neg).reshape(nvec, int(np.prod(rest, dtype=np.int64)) * vs.words)
             srcs = (vs,)
         else:
             vs = list(vs)
@@ -299,7 +328,7 @@ class Backend:
             p = self.xp.stack([self._host(pl[0], why).reshape(-1) for pl in planes])
             n = self.xp.stack([self._host(pl[1], why).reshape(-1) for pl in planes])
             srcs = tuple(vs)
-        if nvec == 0 or p.shape[1] == 0:
+        if p.shape[1] == 0:
             z = self.xp.zeros(p.shape[1], np.uint32)
             return self._tv_out(z, z.copy(), rest, dim, *srcs)
         rp, rn = self._bundle(self._contig(p), self._contig(n), max(threshold, 1))
@@ -311,7 +340,7 @@ class Backend:
         _same_dim("dot", a, b)
         ap, an = self._flat(a)
         bp, bn = self._flat(b)
-        if ap.shape[0] == 0 or bp.shape[0] == 0:
+        if ap.shape[0] == 0 or bp.shape[0] == 0 or a.words == 0:
             r = self.xp.zeros((ap.shape[0], bp.shape[0]), np.int64)
         else:
             r = self._dot(ap, an, bp, bn)
@@ -336,7 +365,8 @@ class Backend:
     def permute(self, a: TernaryVec, shifts: int = 1) -> TernaryVec:
         """Cyclic shift of the trits: element i moves to (i + shifts) mod dim (torch.roll)."""
         _check_tv(a, "permute", "a")
-        s = operator.index(shifts) % a.dim if a.dim else 0
+        s = int_arg(shifts, "permute", "shifts")
+        s = s % a.dim if a.dim else 0
         p, n = self._flat(a)
         if s == 0 or p.shape[0] == 0:
             p, n = self._host(p), self._host(n)
@@ -351,7 +381,7 @@ class Backend:
         if memory.pos.ndim != 2:
             raise ValueError(f"search: memory must be a batch of vectors (rows, words), got batch "
                              f"shape {memory.batch_shape}")
-        k = operator.index(k)
+        k = int_arg(k, "search", "k")
         rows = memory.batch_shape[0]
         if not 1 <= k <= rows:
             raise ValueError(f"search: k={k} must be between 1 and the {rows} rows of memory")
@@ -360,6 +390,8 @@ class Backend:
         if qp.shape[0] == 0:
             idx = self.xp.zeros((0, k), np.int64)
             vals = self.xp.zeros((0, k), np.int64)
+        elif query.words == 0:  # dim 0: every score is 0, ties go to the smaller index
+            idx, vals = self._topk(self.xp.zeros((qp.shape[0], rows), np.int64), k)
         else:
             idx, vals = self._search(qp, qn, mp, mn, k)
         shape = query.batch_shape + (k,)
@@ -375,10 +407,11 @@ class Backend:
         if _bshape("accumulate", soft.batch_shape, hard.batch_shape) != soft.batch_shape:
             raise ValueError(f"accumulate: batch shape {hard.batch_shape} does not broadcast to the "
                              f"counters' {soft.batch_shape}")
-        sg = self.asnative(soft.sign).reshape(-1, soft.words)
-        mg = self.asnative(soft.mag).reshape(soft.bits, -1, soft.words)
+        rows = int(np.prod(soft.batch_shape, dtype=np.int64))
+        sg = self.asnative(soft.sign).reshape(rows, soft.words)
+        mg = self.asnative(soft.mag).reshape(soft.bits, rows, soft.words)
         hp, hn = self._planes2d(hard, soft.batch_shape)
-        if sg.shape[0]:
+        if rows and soft.words:
             sg, mg = self._accumulate(self.xp.ascontiguousarray(sg), self.xp.ascontiguousarray(mg),
                                       hp, hn)
         soft._store(sg.reshape(soft.sign.shape), mg.reshape(soft.mag.shape))
@@ -389,9 +422,10 @@ class Backend:
         if not isinstance(soft, SoftTernaryVec):
             raise TypeError(f"harden: expected SoftTernaryVec, got {type(soft).__name__}")
         t = max(_nonneg_int(threshold, "harden", "threshold"), 1)
-        sg = self.xp.ascontiguousarray(self.asnative(soft.sign).reshape(-1, soft.words))
-        mg = self.xp.ascontiguousarray(self.asnative(soft.mag).reshape(soft.bits, -1, soft.words))
-        if t > 2 ** soft.bits - 1 or sg.shape[0] == 0:
+        rows = int(np.prod(soft.batch_shape, dtype=np.int64))
+        sg = self.xp.ascontiguousarray(self.asnative(soft.sign).reshape(rows, soft.words))
+        mg = self.xp.ascontiguousarray(self.asnative(soft.mag).reshape(soft.bits, rows, soft.words))
+        if t > 2 ** soft.bits - 1 or rows == 0 or soft.words == 0:
             z = self.xp.zeros_like(sg)
             return self._tv_out(z, z.copy(), soft.batch_shape, soft.dim, soft)
         p, n = self._harden(sg, mg, t)
@@ -399,9 +433,9 @@ class Backend:
 
     # ---------------------------------------------------------------- helpers
     def _flat(self, v: TernaryVec) -> tuple[Any, Any]:
-        w = v.words
-        return (self._contig(self.asnative(v.pos).reshape(-1, w)),
-                self._contig(self.asnative(v.neg).reshape(-1, w)))
+        shape = (int(np.prod(v.batch_shape, dtype=np.int64)), v.words)  # not -1: dim 0 has 0 words
+        return (self._contig(self.asnative(v.pos).reshape(shape)),
+                self._contig(self.asnative(v.neg).reshape(shape)))
 
     def _planes2d(self, v: TernaryVec, shape: tuple) -> tuple[Any, Any]:
         xp = self.xp
@@ -412,7 +446,7 @@ class Backend:
             if tuple(x.shape[:-1]) != tuple(shape):
                 x = xp.broadcast_to(self._host(x, "broadcasting a resident operand"),
                                     tuple(shape) + (w,))
-            out.append(self._contig(x).reshape(-1, w))
+            out.append(self._contig(x).reshape(int(np.prod(shape, dtype=np.int64)), w))
         return out[0], out[1]
 
     def _tv_out(self, p, n, shape, dim, *srcs) -> TernaryVec:
@@ -444,37 +478,6 @@ def _broadcast_batch(where, x, y, sx, sy):
         return y
     raise ValueError(f"{where}: batch dimensions of shapes {tuple(sx)} and {tuple(sy)} do not "
                      f"broadcast ({x} vs {y})")
-
-
-def _check_tv(v, where, name):
-    if not isinstance(v, TernaryVec):
-        raise TypeError(f"{where}: {name} must be a TernaryVec (TernaryVec.from_array), "
-                        f"got {type(v).__name__}")
-
-
-def _same_dim(where, a, b):
-    if a.dim != b.dim:
-        raise ValueError(f"{where}: dimension mismatch ({a.dim} != {b.dim})")
-
-
-def _bshape(where, *shapes):
-    try:
-        return tuple(np.broadcast_shapes(*shapes))
-    except ValueError:
-        raise ValueError(f"{where}: batch shapes {', '.join(map(str, shapes))} do not broadcast") from None
-
-
-def _nonneg_int(x, where, name):
-    try:
-        v = operator.index(x)
-    except TypeError:
-        if isinstance(x, float) and x.is_integer():
-            v = int(x)
-        else:
-            raise TypeError(f"{where}: {name} must be an integer, got {x!r}") from None
-    if v < 0:
-        raise ValueError(f"{where}: {name} must be >= 0, got {v}")
-    return v
 
 
 def ceil_div(a: int, b: int) -> int:

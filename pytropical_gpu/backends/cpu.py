@@ -28,6 +28,8 @@ class CpuBackend(Backend):
     """numpy implementation of every operation."""
 
     name = "cpu"
+    #: numpy runs a user's ufuncs on every dtype it accepts, bool included
+    user_dtypes = Backend.gemm_dtypes
 
     def describe(self) -> dict:
         return {"name": self.name, "device": "host CPU", "numpy": np.__version__}
@@ -43,9 +45,9 @@ class CpuBackend(Backend):
         if sr.name == "plus_times" and dt.kind == "f" and not argmax:
             with np.errstate(invalid="ignore", over="ignore"):  # inf * 0: IEEE NaN, as BLAS
                 d = np.matmul(a, b)
-            if d.shape[0] != batch:
-                d = np.broadcast_to(d, (batch, m, n)).copy()
-            return (d if c is None else d + c), None
+                if d.shape[0] != batch:
+                    d = np.broadcast_to(d, (batch, m, n)).copy()
+                return (d if c is None else d + c), None
         mul = _multiplier(sr, dt, a, b)
         zero = sr.zero_for(dt)
         d = np.empty((batch, m, n), dt)
@@ -165,11 +167,14 @@ def _multiplier(sr: Semiring, dt: np.dtype, a, b):
     zero = sr.zero_for(dt)
     if dt.kind == "f":
         special = bool(np.isinf(a).any()) or bool(np.isinf(b).any())
-        if not special:  # finite operands: IEEE result, never the zero, never NaN
-            return lambda x, y, out: op(x, y, out=out)
+        if not special:  # finite operands: IEEE result (overflow to ±inf intended), never NaN
+            def finite(x, y, out):
+                with np.errstate(over="ignore"):
+                    op(x, y, out=out)
+            return finite
 
         def mul(x, y, out):
-            with np.errstate(invalid="ignore"):
+            with np.errstate(invalid="ignore", over="ignore"):
                 op(x, y, out=out)
             bad = (x == zero) | (y == zero) | np.isnan(out)
             np.copyto(out, zero, where=bad)

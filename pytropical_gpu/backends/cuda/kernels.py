@@ -160,7 +160,7 @@ def module_specs() -> list[ModuleSpec]:
                 seen.add((name, dt))
                 specs.append(gemm_spec(sr, np.dtype(dt)))
     for dt, add, mul in (("float32", "fmaxf(a, b)", "fminf(a, b)"), ("float64", "fmax(a, b)", "a + b"),
-                         ("int32", "a + b", "max(a, b)")):
+                         ("int32", "a + b", "max(a, b)"), ("uint64", "a + b", "a * b")):
         user = Semiring(f"user_{dt}", np.maximum, np.minimum, -np.inf, np.inf, dtypes=(dt,),
                         cuda_add=add, cuda_mul=mul, selective=add.startswith("fmax"))
         specs.append(gemm_spec(user, np.dtype(dt)))

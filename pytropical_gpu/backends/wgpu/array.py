@@ -63,7 +63,7 @@ class WgpuArray:
         from .engine import get_engine
 
         eng = engine or get_engine()
-        a = np.ascontiguousarray(np.asarray(x))
+        a = np.asarray(x, order="C")  # not ascontiguousarray: it makes a 0-d array 1-D
         if a.dtype == np.float64:
             raise TypeError("WgpuArray: float64 is not supported on the wgpu backend (WGSL has no "
                             "f64 in core); use float32")

@@ -17,6 +17,7 @@ class WgpuBackend(Backend):
 
     name = "wgpu"
     gemm_dtypes = frozenset({"float32", "int32", "bool", "uint32", "uint64"})
+    user_dtypes = gemm.USER_DTYPES
 
     def __init__(self, engine: Engine | None = None):
         self.engine = engine or get_engine()
@@ -50,6 +51,9 @@ class WgpuBackend(Backend):
         if not gemm.supports(sr):
             raise TypeError(f"matmul: semiring {sr.name!r} has no WGSL expressions (wgsl_add, "
                             "wgsl_mul); give them to run it on the wgpu backend")
+
+    def _user_dtype_reason(self, dt: np.dtype) -> str:
+        return gemm.user_dtype_reason(dt)
 
     # ------------------------------------------------------------------ GEMM
     def _gemm(self, a, b, sr: Semiring, c, argmax):

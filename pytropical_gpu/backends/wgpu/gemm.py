@@ -47,8 +47,22 @@ class SemiringCode:
                     GUARD=self.GUARD, USER=self.USER, ADD_OP=self.ADD_OP)
 
 
+#: dtypes a user-defined semiring runs on in WGSL (its expressions are spliced in as they are).
+USER_DTYPES = frozenset(WGSL_TYPES)
+
+
 def supports(sr: Semiring) -> bool:
     return sr.builtin or (sr.wgsl_add is not None and sr.wgsl_mul is not None)
+
+
+def user_dtype_reason(dt: np.dtype) -> str:
+    """Why a user-defined semiring cannot run on ``dt`` here (for the backend's TypeError)."""
+    if dt.name in ("uint64", "int64"):
+        return ("WGSL has no 64-bit integers: uint64 runs on wgpu only for the builtin bitwise "
+                "semirings (bor_band, bxor_band), whose ops act on each 32-bit lane independently")
+    if dt.name == "bool":
+        return "WGSL storage buffers have no bool element type"
+    return f"user-defined semirings run on {', '.join(sorted(USER_DTYPES))} in WGSL"
 
 
 def semiring_code(sr: Semiring, dt: np.dtype, special: bool) -> SemiringCode:
@@ -211,6 +225,9 @@ def make_dispatch(eng: Engine, pipe, kname: str, kp: dict, binds, m: int, n: int
 
 def gemm_u64(eng: Engine, a, b, sr, c):
     """uint64 bitwise semirings as two independent uint32 lanes (lo and hi words)."""
+    if not (sr.builtin and sr.add_op in ("bor", "bxor") and sr.mul_op == "band"):
+        raise TypeError(f"matmul: semiring {sr.name!r} on uint64 cannot run on wgpu: "
+                        f"{user_dtype_reason(np.dtype(np.uint64))}; use backend='cpu' or 'cuda'")
     lanes = []
     for lane in (0, 1):
         al = np.ascontiguousarray(a.view(np.uint32)[..., lane::2])

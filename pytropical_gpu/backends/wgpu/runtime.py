@@ -190,6 +190,11 @@ def pick_adapter(adapters: Sequence[Any], info: Any) -> Any:
             inf = info(a)
             if want in inf.name.lower() or want in inf.vendor.lower():
                 return a
+        from ...errors import BackendUnavailableError  # never another adapter than the one asked for
+
+        present = "; ".join(f"{info(a).name} ({info(a).vendor}, {info(a).backend})" for a in adapters)
+        raise BackendUnavailableError("wgpu", f"PYTROPICAL_WGPU_ADAPTER={want!r} matches no adapter's "
+                                      f"name or vendor; adapters present: {present or 'none'}")
 
     def key(a):
         inf = info(a)
@@ -225,13 +230,22 @@ def runtime_module(name: str | None = None):
 
 
 def probe_runtime(name: str | None = None) -> tuple[bool, str]:
-    """(ok, reason) for the selected implementation without creating a device."""
-    name = name or implementation()
+    """(ok, reason) for the selected implementation without creating a device (a bad
+    ``PYTROPICAL_WEBGPU`` or ``PYTROPICAL_WGPU_ADAPTER`` is a reason, not an exception)."""
+    from ...errors import BackendUnavailableError
+
+    try:
+        name = name or implementation()
+    except ValueError as e:
+        return False, str(e)
     try:
         mod = runtime_module(name)
     except ImportError as e:
         return False, f"the {name} WebGPU runtime is unavailable: {e}"
-    return mod.probe()
+    try:
+        return mod.probe()
+    except BackendUnavailableError as e:
+        return False, e.reason
 
 
 def list_adapters(name: str | None = None) -> list[AdapterInfo]:
