@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import require_backend
 
 import pytropical_gpu as tg
+from conftest import require_backend
 
 BIG = 2**31
 

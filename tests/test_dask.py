@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import SEED
 
 import pytropical_gpu as tg
+from conftest import SEED
 
 da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from conftest import SEED
 
 EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples"

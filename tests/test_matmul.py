@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import supports_f64
 from reference import I32, SEMIRINGS, ref_bool, ref_matmul
 
 import pytropical_gpu as tg
+from conftest import supports_f64
 
 SELECTIVE = [s for s in SEMIRINGS if s != "plus_times"]
 SHAPES = [(1, 1, 1), (7, 13, 9), (65, 33, 129), (130, 70, 3), (3, 200, 5)]

@@ -9,8 +9,8 @@ import struct
 
 import numpy as np
 import pytest
-from conftest import REQUIRED
 
+from conftest import REQUIRED
 from pytropical_gpu.backends.wgpu import runtime as rtmod
 from pytropical_gpu.backends.wgpu.runtime import AdapterInfo, Binding, Copy, Dispatch, Limits
 
@@ -292,9 +292,8 @@ def test_every_shader_variant_compiles(name):
 def test_variant_list_covers_what_the_backend_compiles():
     """Everything the engine compiled in this process (the suite so far, plus one call of each
     operation here) is in ``variants()``, so the list cannot fall behind the kernels."""
-    from conftest import require_backend
-
     import pytropical_gpu as tg
+    from conftest import require_backend
     from pytropical_gpu.backends.wgpu import variants
     from pytropical_gpu.backends.wgpu.engine import get_engine
 
@@ -340,7 +339,6 @@ def test_variant_list_covers_what_the_backend_compiles():
 def test_backend_runs_on_the_selected_runtime():
     """PYTROPICAL_WEBGPU=dawn really moves the wgpu backend (its engine) onto Dawn."""
     from conftest import require_backend
-
     from pytropical_gpu.backends.wgpu.engine import get_engine
 
     require_backend("wgpu")
@@ -351,9 +349,8 @@ def test_bundle_threshold_beyond_u32_counter_width():
     """Found by compiling every variant: threshold >= 2**30 emitted a WIDTH=33 bundle shader with
     ``P.t >> 32u``, which naga and Tint both reject. Any threshold above the vector count gives
     the all-zero result."""
-    from conftest import require_backend
-
     import pytropical_gpu as tg
+    from conftest import require_backend
 
     require_backend("wgpu")
     x = tg.TernaryVec.random(200, seed=3, batch=(5,))

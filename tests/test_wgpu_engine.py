@@ -7,8 +7,8 @@ import resource
 
 import numpy as np
 import pytest
-from conftest import require_backend
 
+from conftest import require_backend
 from pytropical_gpu.backends import get_backend
 from pytropical_gpu.vsa import SoftTernaryVec, TernaryVec
 

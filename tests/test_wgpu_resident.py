@@ -7,8 +7,8 @@ import gc
 
 import numpy as np
 import pytest
-from conftest import require_backend
 
+from conftest import require_backend
 from pytropical_gpu import HybridContext, PackedCols, PackedRows, TernaryVec, _arrays
 from pytropical_gpu.backends import get_backend
 

@@ -10,8 +10,8 @@ import dataclasses
 
 import numpy as np
 import pytest
-from conftest import require_backend
 
+from conftest import require_backend
 from pytropical_gpu.backends import get_backend
 from pytropical_gpu.vsa import TernaryVec
 
