@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import supports_f64
 from reference import ref_matmul
 
 import pytropical_gpu as tg
+from conftest import supports_f64
 
 SELECTIVE = ["min_plus", "max_plus", "min_times", "max_times", "min_max", "max_min"]
 # (1,1,1) (3,1,5) (17,33,9) (4099,4,4): cuda's skinny kernel; the others its tiles, (33,8,20) with
