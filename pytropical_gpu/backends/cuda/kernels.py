@@ -1,8 +1,9 @@
 """The CUDA modules: which ``cuda/*.cu`` source, which template instantiations, compiled how.
 
 Every kernel is a C++ template in ``cuda/``; a :class:`ModuleSpec` names one source plus the
-``name_expressions`` (template instantiations) CuPy's ``RawModule`` compiles from it with NVRTC.
-Modules are compiled on first use, once per device (CuPy also caches the binaries on disk).
+``name_expressions`` (template instantiations) compiled from it with NVRTC under :data:`OPTIONS`
+(see nvrtc_cache.py: not through CuPy's ``RawModule``, which adds ``-ftz=true``). Modules are
+compiled on first use, loaded once per device, and their binaries cached on disk.
 :func:`module_specs` enumerates every builtin module, so ``tests/test_cuda_compile.py`` can compile
 each instantiation with ``nvcc`` on machines without a GPU. This module imports cupy lazily.
 """
@@ -17,9 +18,15 @@ import numpy as np
 
 from ...semirings import Semiring, get_semiring
 from ...shaders import load_source
+from . import nvrtc_cache
 
-#: NVRTC options (CuPy adds ``-arch`` for the current device).
-OPTIONS: tuple[str, ...] = ("--std=c++17",)
+#: NVRTC options (CuPy adds ``-arch`` for the current device), used verbatim by nvcc in
+#: tests/test_cuda_compile.py. IEEE float semantics, as numpy: subnormal operands and results kept
+#: (no flush to zero), correctly rounded division and square root, and no contraction of
+#: ``a * b + c`` into an FMA (a user-defined semiring must round like numpy). Never add
+#: ``-ftz=true`` or ``--use_fast_math``: the PTX test fails.
+OPTIONS: tuple[str, ...] = ("--std=c++17", "-ftz=false", "-prec-div=true", "-prec-sqrt=true",
+                            "-fmad=false")
 
 #: numpy dtype name -> C++ element type.
 CTYPES = {"float32": "float", "float64": "double", "int32": "int", "uint32": "unsigned",
@@ -170,12 +177,13 @@ def module_specs() -> list[ModuleSpec]:
 
 # ------------------------------------------------------------------------------ run time
 _lock = threading.Lock()
-_modules: dict[tuple[int, str], object] = {}
+_modules: dict[tuple[int, str], tuple[object, dict[str, str]]] = {}
 _functions: dict[tuple[int, str, str], object] = {}
 
 
 def function(spec: ModuleSpec, role: str):
-    """The compiled kernel ``spec.names[role]`` on the current device (compiled once per device)."""
+    """The compiled kernel ``spec.names[role]`` on the current device (compiled once per device,
+    thread-safe); called like a RawKernel: ``fn(grid, block, args, shared_mem=...)``."""
     import cupy
 
     dev = cupy.cuda.Device().id
@@ -184,13 +192,19 @@ def function(spec: ModuleSpec, role: str):
     if fn is not None:
         return fn
     with _lock:
+        fn = _functions.get(fkey)
+        if fn is not None:
+            return fn
         mkey = (dev, spec.key)
-        mod = _modules.get(mkey)
-        if mod is None:
-            mod = cupy.RawModule(code=spec.code(), options=OPTIONS,
-                                 name_expressions=list(spec.names.values()))
-            _modules[mkey] = mod
-        fn = mod.get_function(spec.names[role])
+        entry = _modules.get(mkey)
+        if entry is None:
+            binary, mapping = nvrtc_cache.compile_module(spec.code(), OPTIONS,
+                                                         list(spec.names.values()))
+            mod = cupy.cuda.function.Module()
+            mod.load(binary)
+            entry = _modules[mkey] = (mod, mapping)
+        mod, mapping = entry
+        fn = mod.get_function(mapping[spec.names[role]])
         _functions[fkey] = fn
         return fn
 
