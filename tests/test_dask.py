@@ -391,4 +391,9 @@ def test_bench_dask_runs_on_numpy_chunks(tmp_path):
     res = json.loads(out.read_text())
     assert res["ok"] and len(res["checks"]) >= 10
     assert {"matmul", "apsp", "search"} <= set(res)
-    assert res["matmul"]["dask_rows"]["median_s"] > 0 and res["search"]["dask"]["where"]
+    assert res["complete"] and res["matmul"]["dask_rows"]["median_s"] > 0
+    for rec in (res["matmul"]["dask_rows"], res["search"]["dask"]):
+        assert rec["gather_s"] >= 0 and rec["holdings_gb"]
+    # every worker ran its share: the row blocks are pinned to the workers that hold their rows
+    assert len(res["matmul"]["dask_rows"]["where"]) == 2 and len(res["apsp"]["dask"]["where"]) == 2
+    assert all(w["tasks"] for w in res["matmul"]["dask_rows"]["where"].values())
