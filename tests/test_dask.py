@@ -4,6 +4,8 @@ along k, batches, argmax ties across k chunks, ties across search shards, bundle
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 
@@ -291,6 +293,52 @@ def test_from_planes_validates_each_shard(rng):
         tgd.from_planes(da.from_array(pos.astype(np.int64)), da.from_array(neg), 40)
 
 
+class _Marked(np.ndarray):
+    """A numpy chunk that the test's chunk_backend takes for a cupy one (kept through dask's
+    concatenation of blocks, as cupy chunks are)."""
+
+    def __array_function__(self, func, types, args, kwargs):
+        out = super().__array_function__(func, types, args, kwargs)
+        return out.view(_Marked) if func is np.concatenate else out
+
+
+@pytest.mark.parametrize("explicit", [None, "cpu"])
+def test_block_backend_follows_the_chunk_not_the_meta(explicit, rng, monkeypatch):
+    """A dask array's _meta is a guess (map_blocks without meta= on cupy chunks records numpy):
+    each block picks its backend from its own chunk; an explicit backend wins."""
+    import pytropical_gpu.dask._common as common
+    import pytropical_gpu.dask._gemm as gemm
+    import pytropical_gpu.dask._vsa as vsa
+
+    seen = []
+    cpu = tg.backends.get_backend("cpu")
+
+    def record(name):
+        seen.append(name)
+        return cpu
+    monkeypatch.setattr(common, "_is_cupy", lambda x: isinstance(x, _Marked))
+    monkeypatch.setattr(gemm, "get_backend", record)
+    monkeypatch.setattr(vsa, "get_backend", record)
+    a = rng.integers(0, 9, (6, 5)).astype(np.float32)
+    b = rng.integers(0, 9, (5, 4)).astype(np.float32)
+    mark = partial(_view, cls=_Marked)
+    da_a = da.from_array(a, chunks=(3, 2)).map_blocks(mark, meta=np.empty((0, 0), np.float32))
+    da_b = da.from_array(b, chunks=(2, 4)).map_blocks(mark, meta=np.empty((0, 0), np.float32))
+    assert type(da_a._meta) is np.ndarray
+    d = tgd.matmul(da_a, da_b, "min_plus", backend=explicit).compute()
+    np.testing.assert_array_equal(np.asarray(d), ref_matmul(a, b, "min_plus")[0][0])
+    mem = tg.TernaryVec.from_array(rng.integers(-1, 2, (9, 40)).astype(np.int8))
+    planes = [da.from_array(x, chunks=(4, -1)).map_blocks(mark, meta=np.empty((0, 0), np.uint32))
+              for x in (mem.pos, mem.neg)]
+    idx, _ = tgd.search(mem[3], tgd.from_planes(*planes, 40, validate=False), 2, backend=explicit)
+    assert idx.compute()[0] == 3
+    assert seen and set(seen) == {explicit or "cuda"}
+
+
+def _view(x, cls):
+    return x.view(cls)
+
+
 # ---------------------------------------------------------------- bundle
 @pytest.mark.parametrize("threshold", [0, 1, 2, 3, 7, 100])
 @pytest.mark.parametrize("chunks", [(5, 1), (1, 2), (13, 3)])
@@ -343,4 +391,9 @@ def test_bench_dask_runs_on_numpy_chunks(tmp_path):
     res = json.loads(out.read_text())
     assert res["ok"] and len(res["checks"]) >= 10
     assert {"matmul", "apsp", "search"} <= set(res)
-    assert res["matmul"]["dask_rows"]["median_s"] > 0 and res["search"]["dask"]["where"]
+    assert res["complete"] and res["matmul"]["dask_rows"]["median_s"] > 0
+    for rec in (res["matmul"]["dask_rows"], res["search"]["dask"]):
+        assert rec["gather_s"] >= 0 and rec["holdings_gb"]
+    # every worker ran its share: the row blocks are pinned to the workers that hold their rows
+    assert len(res["matmul"]["dask_rows"]["where"]) == 2 and len(res["apsp"]["dask"]["where"]) == 2
+    assert all(w["tasks"] for w in res["matmul"]["dask_rows"]["where"].values())

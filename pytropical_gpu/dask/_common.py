@@ -17,22 +17,27 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
     raise ImportError("pytropical_gpu.dask needs dask: pip install 'pytropical_gpu[dask]' "
                       "(and dask-cuda for GPU clusters)") from e
 
+_is_cupy = _arrays.is_cupy
 _ADD = {"min": "minimum", "max": "maximum", "plus": "add", "lor": "logical_or",
         "lxor": "logical_xor", "bor": "bitwise_or", "bxor": "bitwise_xor"}
 
 
-def block_backend(backend: str | None, *arrays: Any) -> str:
-    """The backend each block runs on: ``backend`` if given, else "cuda" when the first dask array's
-    meta (its chunk type) is cupy, else "cpu"."""
+def block_backend(backend: str | None) -> str | None:
+    """``backend`` checked now (before any graph runs); None stays None: each block then runs on its
+    own chunk's backend (:func:`chunk_backend`)."""
+    if backend is not None and backend not in ("cpu", "wgpu", "cuda"):
+        raise ValueError(f"backend must be cpu, wgpu, cuda or None; got {backend!r}")
+    return backend
+
+
+def chunk_backend(backend: str | None, chunk: Any) -> str:
+    """The backend one block runs on: ``backend`` if given, else "cuda" for a cupy chunk and "cpu"
+    otherwise. Decided from the chunk itself, not from the dask array's ``_meta``: a meta is only a
+    guess (``map_blocks`` without ``meta=`` on cupy chunks records a numpy one), and trusting it sent
+    cupy shards through the numpy backend with a host copy each."""
     if backend is not None:
-        if backend not in ("cpu", "wgpu", "cuda"):
-            raise ValueError(f"backend must be cpu, wgpu, cuda or None; got {backend!r}")
         return backend
-    for x in arrays:
-        meta = getattr(x, "_meta", None)
-        if meta is not None and _arrays.is_cupy(meta):
-            return "cuda"
-    return "cpu"
+    return "cuda" if _is_cupy(chunk) else "cpu"
 
 
 def meta_like(x: Any, ndim: int, dtype: Any) -> Any:
@@ -72,4 +77,4 @@ def stable_argsort(xp: Any, x: Any) -> Any:
     return xp.argsort(x, axis=-1)
 
 
-__all__ = ["da", "block_backend", "meta_like", "xp_of", "adder", "better", "stable_argsort"]
+__all__ = ["da", "block_backend", "chunk_backend", "meta_like", "xp_of", "adder", "better", "stable_argsort"]

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..backends import get_backend
 from ..semirings import Semiring, SemiringName, get_semiring
-from ._common import adder, better, block_backend, da, meta_like, xp_of
+from ._common import adder, better, block_backend, chunk_backend, da, meta_like, xp_of
 
 _SELECTIVE_ERR = "return_argmax needs a min/max-based (selective) semiring"
 
@@ -41,7 +41,8 @@ def matmul(a: Any, b: Any, semiring: SemiringName | Semiring = "max_plus", *, c:
     return_argmax : bool
         Also return the int32 global k* (smallest on ties; -1 where no term improves the zero or c).
     backend : "cpu" | "wgpu" | "cuda" | None
-        Backend of every block; None: from the chunk type (``a._meta``).
+        Backend of every block; None: from each block's own chunk type (numpy: ``"cpu"``, cupy:
+        ``"cuda"``), whatever the dask array's ``_meta`` says.
     split_every : int, optional
         Fan-in of the tree reduction (dask's default 4).
 
@@ -95,7 +96,7 @@ def matmul(a: Any, b: Any, semiring: SemiringName | Semiring = "max_plus", *, c:
         if full != batch:  # c alone carries the batch: the product is the same for every entry
             a3 = da.broadcast_to(a3, (full,) + a3.shape[1:], chunks=((1,) * full,) + a3.chunks[1:])
             batch = full
-    name = block_backend(backend, a, b)
+    name = block_backend(backend)
     kpos = da.arange(k, chunks=(a3.chunks[2],))  # global k of every column of a: gives the offsets
     pairs = da.blockwise(
         partial(_block, sr=sr, backend=name, argmax=return_argmax), (0, 1, 2, 3),
@@ -127,9 +128,9 @@ def _bcast(x: int, y: int, sx: tuple, sy: tuple) -> int:
                      f"broadcast ({x} vs {y})")
 
 
-def _block(a, b, kpos, *, sr: Semiring, backend: str, argmax: bool):
-    """One block product by the library: (d, global argmax or None)."""
-    be = get_backend(backend)
+def _block(a, b, kpos, *, sr: Semiring, backend: str | None, argmax: bool):
+    """One block product by the library on the block's backend: (d, global argmax or None)."""
+    be = get_backend(chunk_backend(backend, a))
     if not argmax:
         return be.matmul(a, b, sr), None
     d, i = be.matmul(a, b, sr, return_argmax=True)

@@ -12,7 +12,7 @@ import numpy as np
 from ..backends import get_backend
 from ..backends.base import _nonneg_int
 from ..vsa import TernaryVec, _pack_bits, _unpack_bits, words_for
-from ._common import block_backend, da, meta_like, stable_argsort, xp_of
+from ._common import block_backend, chunk_backend, da, meta_like, stable_argsort, xp_of
 
 _UNPACK_ELEMS = 1 << 24  # trits unpacked at a time when counting a chunk (16 MiB of bools)
 
@@ -86,6 +86,8 @@ def search(query: TernaryVec, memory: TernaryVec, k: int = 1, *, backend: str | 
         Dask planes (rows, words), sharded by rows.
     k : int
         1 <= k <= rows.
+    backend : "cpu" | "wgpu" | "cuda" | None
+        Backend of every shard; None: from each shard's own chunk type (numpy: cpu, cupy: cuda).
 
     Shapes:
         query (*Q, W) -> indices, scores (*Q, k) int64.
@@ -102,7 +104,7 @@ def search(query: TernaryVec, memory: TernaryVec, k: int = 1, *, backend: str | 
     rows = memory.batch_shape[0]
     if not 1 <= k <= rows:
         raise ValueError(f"search: k={k} must be between 1 and the {rows} rows of memory")
-    name = block_backend(backend, memory.pos)
+    name = block_backend(backend)
     whole = ((memory.words,),)
     mp = memory.pos.rechunk(memory.pos.chunks[:1] + whole)
     mn = memory.neg.rechunk(mp.chunks)
@@ -121,7 +123,7 @@ def search(query: TernaryVec, memory: TernaryVec, k: int = 1, *, backend: str | 
     return out[0], out[1]
 
 
-def _shard(p, n, first, *, query: TernaryVec, k: int, backend: str):
+def _shard(p, n, first, *, query: TernaryVec, k: int, backend: str | None):
     """One shard's top-k as one int64 (2, Q, k') array: global indices, scores."""
     xp = xp_of(p)
     q = int(np.prod(query.batch_shape, dtype=np.int64))  # 1 for one vector
@@ -129,7 +131,8 @@ def _shard(p, n, first, *, query: TernaryVec, k: int, backend: str):
     if rows == 0:
         return xp.zeros((2, q, 0), np.int64)
     kk = min(k, rows)
-    idx, sc = get_backend(backend).search(query, TernaryVec._trusted(p, n, query.dim), kk)
+    be = get_backend(chunk_backend(backend, p))
+    idx, sc = be.search(query, TernaryVec._trusted(p, n, query.dim), kk)
     idx = xp.asarray(idx).reshape(q, kk) + int(first[0])
     return xp.stack([idx, xp.asarray(sc).reshape(q, kk)])
 
