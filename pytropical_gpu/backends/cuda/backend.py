@@ -6,18 +6,52 @@ cupy in -> cupy out without a host round trip; numpy in -> numpy out; objects ex
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
 
 from ... import _arrays
+from ...errors import DeviceMemoryError
 from ...semirings import Semiring
 from ...vsa import SoftTernaryVec
+from .. import _process
 from ..base import Backend, ceil_div
 from . import kernels
 
 _MAX_GRID_YZ = 65535
 _NULL = np.uint64(0)  # a null pointer argument
+#: cudaErrorMemoryAllocation / CUDA_ERROR_OUT_OF_MEMORY (the same number in both APIs)
+_OOM_STATUS = 2
+#: cudaErrorInvalidValue / CUDA_ERROR_INVALID_VALUE: what a launch beyond a grid limit gets
+_INVALID_STATUS = 1
+
+
+def _cuda_errors(fn):
+    """Kernel entry points raise builtin types: a CUDA out-of-memory (also from a module load or a
+    launch, which CuPy reports as CUDADriverError/CUDARuntimeError) becomes DeviceMemoryError, a
+    launch refused for its size ValueError; CuPy's own OutOfMemoryError already is a MemoryError."""
+
+    @functools.wraps(fn)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return fn(self, *args, **kwargs)
+        except (MemoryError, ValueError, TypeError):
+            raise
+        except Exception as e:
+            if type(e).__name__ not in ("CUDARuntimeError", "CUDADriverError"):
+                raise
+            status = getattr(e, "status", None)
+            what = fn.__name__.lstrip("_")
+            if status == _OOM_STATUS:
+                raise DeviceMemoryError(f"cuda: out of device memory in {what} ({e}); use smaller "
+                                        "operands or free device arrays") from e
+            if status == _INVALID_STATUS:
+                raise ValueError(f"cuda: the device refused the launch of {what} for operands of "
+                                 f"this size ({e}); split the work into smaller calls") from e
+            raise
+
+    return wrapper
 
 
 def _i64(x: int) -> np.int64:
@@ -34,27 +68,37 @@ class CudaBackend(Backend):
     #: 22.9 / 26.0 for "big" (benchmarks/results/cuda_H200.json).
     big_tile = "big_mb2"
 
+    #: the largest grid x dimension of one launch (CUDA's limit, 2^31 - 1); work beyond it is split
+    max_grid_x = 2**31 - 1
+
     def __init__(self) -> None:
         import cupy
 
+        from . import mark_opened
+
+        mark_opened()
         self._cp = cupy
         self._sms: dict[int, int] = {}
 
     # ---------------------------------------------------------------- array kinds
     @property
     def xp(self):
+        _process.check("cuda")
         return self._cp
 
     def asnative(self, x: Any, name: str = "array") -> Any:
+        _process.check("cuda")
         return _arrays.to_cupy(x, name)
 
     def to_device(self, x: Any) -> Any:
         """As :meth:`Backend.to_device`; soft counters move too (cupy planes, updated in place)."""
+        _process.check("cuda")
         if isinstance(x, SoftTernaryVec):
             return x.to_device()
         return super().to_device(x)
 
     def describe(self) -> dict:
+        _process.check("cuda")
         cp = self._cp
         dev = cp.cuda.Device()
         props = cp.cuda.runtime.getDeviceProperties(dev.id)
@@ -201,20 +245,43 @@ class CudaBackend(Backend):
         return op, on
 
     def _dot(self, ap, an, bp, bn):
+        """(q, m) int64 dots. One launch covers ``max_grid_x`` pairs (blocks of 8 pairs for short
+        rows); beyond that the query rows (and, if one row of pairs is too many, the memory rows)
+        are split over several launches."""
         cp = self._cp
         q, w = ap.shape
         m = bp.shape[0]
+        block = w >= 2048
+        per_launch = self.max_grid_x * (1 if block else 8)  # pairs one launch can cover
+        out = cp.zeros((q, m), np.int64) if block else cp.empty((q, m), np.int64)
+        mb = min(m, per_launch)
+        qb = max(1, per_launch // max(mb, 1))
+        for q0 in range(0, q, qb):
+            q1 = min(q, q0 + qb)
+            for m0 in range(0, m, max(mb, 1)):
+                m1 = min(m, m0 + mb)
+                whole = m0 == 0 and m1 == m
+                dst = out[q0:q1] if whole else (
+                    cp.zeros((q1 - q0, m1 - m0), np.int64) if block else
+                    cp.empty((q1 - q0, m1 - m0), np.int64))
+                self._dot_launch(ap[q0:q1], an[q0:q1], bp[m0:m1], bn[m0:m1], dst, block)
+                if not whole:
+                    out[q0:q1, m0:m1] = dst
+        return out
+
+    def _dot_launch(self, ap, an, bp, bn, out, block: bool) -> None:
+        q, w = ap.shape
+        m = bp.shape[0]
         pairs = q * m
-        if w >= 2048:
+        if pairs == 0:
+            return
+        if block:
             chunk = max(4096, ceil_div(w, _MAX_GRID_YZ))
-            out = cp.zeros(pairs, np.int64)
             kernels.function(kernels.VSA, "dot_block")((pairs, ceil_div(w, chunk)), (256,), (
                 ap, an, bp, bn, out, _i64(m), _i64(w), _i64(chunk)))
         else:
-            out = cp.empty(pairs, np.int64)
             kernels.function(kernels.VSA, "dot_warp")((ceil_div(pairs, 8),), (256,), (
                 ap, an, bp, bn, out, _i64(pairs), _i64(m), _i64(w)))
-        return out.reshape(q, m)
 
     def _nnz(self, p, n):
         return kernels.elementwise("nnz")(p, n, axis=-1)
@@ -252,5 +319,10 @@ class CudaBackend(Backend):
         order = cp.argsort(-scores, axis=-1)[:, :k]  # CuPy's argsort is stable
         return order.astype(np.int64), cp.take_along_axis(scores, order, axis=-1)
 
+
+for _name in ("_gemm", "_pack", "_boolmm", "_bind", "_bundle", "_dot", "_nnz", "_permute",
+              "_accumulate", "_harden", "_topk", "_dpx_ok"):
+    setattr(CudaBackend, _name, _cuda_errors(getattr(CudaBackend, _name)))
+del _name
 
 __all__ = ["CudaBackend"]

@@ -1,18 +1,27 @@
 """The engine: one runtime per process, the pipeline cache, the buffer pool and dispatch grids.
 
 Kernel modules (gemm, boolean, vsa) use only this module and :mod:`.runtime`'s interface.
+
+Faults: every operation runs under ``Engine.lock`` (an :class:`OpLock`); pool buffers the outermost
+holder took and did not give back are released when it lets go, so a call that raises (a failed
+dispatch, an allocation the device refused) leaves nothing allocated. A refused allocation raises
+:class:`~pytropical_gpu.errors.DeviceMemoryError` (a MemoryError) after idle buffers were freed and
+the allocation retried once. A forked child cannot use the parent's device (see ``_process``).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import struct
 import threading
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from dataclasses import dataclass
 
 import numpy as np
 
+from ...errors import DeviceMemoryError
+from .. import _process
 from . import templating
 from .array import WgpuArray
 from .runtime import Binding, Copy, Dispatch, Runtime, create_runtime
@@ -56,6 +65,8 @@ class BufferPool:
         self.free_bytes = 0
         self.live_bytes = 0
         self.created = 0
+        #: buffers handed out during the current operation (see :class:`OpLock`), else None
+        self._scope: list[DeviceBuffer] | None = None
 
     def _class(self, nbytes: int) -> int:
         """Size class: powers of two up to 64 MiB, then multiples of 16 MiB (bounded by the limit)."""
@@ -70,10 +81,43 @@ class BufferPool:
             h = lst.pop()
             self.free_bytes -= cap
         else:
-            h = self.rt.create_buffer(cap)
+            h = self._create(cap)
             self.created += 1
         self.live_bytes += cap
-        return DeviceBuffer(h, int(nbytes), cap)
+        buf = DeviceBuffer(h, int(nbytes), cap)
+        if self._scope is not None:
+            self._scope.append(buf)
+        return buf
+
+    def _create(self, cap: int):
+        """A new device buffer; on a memory failure idle buffers are freed and it is tried once more,
+        then :class:`DeviceMemoryError` names the size and what the pool holds."""
+        for attempt in (0, 1):
+            try:
+                return self.rt.create_buffer(cap)
+            except Exception as e:
+                if not (isinstance(e, MemoryError) or "memory" in str(e).lower()):
+                    raise
+                if attempt == 0 and self.free_bytes:
+                    self.trim(0)
+                    continue
+                raise DeviceMemoryError(
+                    f"wgpu: the device could not allocate a buffer of {cap} bytes ({self.live_bytes} "
+                    f"bytes in use by this call; {type(e).__name__}: {e}); use smaller operands or "
+                    "free device-resident arrays") from e
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def begin(self) -> None:
+        """Start recording the buffers one operation takes."""
+        self._scope = []
+
+    def end(self) -> int:
+        """Release every buffer of the operation that is still held; returns how many were."""
+        scope, self._scope = self._scope, None
+        held = [b for b in scope or () if b.handle is not None]
+        for b in held:
+            self.release(b)
+        return len(held)
 
     def release(self, buf: DeviceBuffer) -> None:
         if buf is None or buf.handle is None:
@@ -101,16 +145,64 @@ class BufferPool:
         return self.free_bytes + self.live_bytes
 
 
+class OpLock:
+    """The engine's re-entrant lock; the outermost ``with`` is one operation. When it ends, pool
+    buffers taken inside it and not given back are released (after an exception that is everything
+    the failed call held; after a normal return nothing should be left, and what is gets logged)."""
+
+    def __init__(self, pool: BufferPool):
+        self._lock = threading.RLock()
+        self._depth = 0
+        self.pool = pool
+
+    def __enter__(self):
+        self._lock.acquire()
+        self._depth += 1
+        if self._depth == 1:
+            self.pool.begin()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            if self._depth == 1:
+                n = self.pool.end()
+                if n and exc_type is None:
+                    log.debug("wgpu: an operation returned with %d pool buffers held; released", n)
+        finally:
+            self._depth -= 1
+            self._lock.release()
+        return False
+
+
+class _ForkedRuntime:
+    """Stands in for the runtime in a forked child: every use raises, destroying is a no-op."""
+
+    def __init__(self, limits, info):
+        self.limits, self.info = limits, info
+
+    def destroy_buffer(self, handle) -> None:
+        pass
+
+    def __getattr__(self, name):
+        _process.check("wgpu")
+        raise AttributeError(name)
+
+
 class Engine:
-    """Device, pipeline cache (per template and parameters), pool, and the upload/run/read helpers."""
+    """Device, pipeline cache (per template and parameters, least recently used dropped beyond
+    ``max_pipelines``), pool, and the upload/run/read helpers."""
+
+    #: compiled pipelines kept: skinny GEMMs specialise on (k, n), so a program that sweeps shapes
+    #: would otherwise keep every variant (256 shapes compiled 601 pipelines, ~90 MiB)
+    max_pipelines = 128
 
     def __init__(self, rt: Runtime):
         self.rt = rt
         self.limits = rt.limits
         self.pool = BufferPool(rt)
-        self._pipelines: dict[tuple, object] = {}
-        self.stats = {"compiles": 0, "hits": 0}
-        self.lock = threading.RLock()
+        self._pipelines: OrderedDict[tuple, object] = OrderedDict()
+        self.stats = {"compiles": 0, "hits": 0, "evictions": 0}
+        self.lock = OpLock(self.pool)
 
     # ------------------------------------------------------------------ pipelines
     def pipeline(self, template: str, **params):
@@ -119,13 +211,28 @@ class Engine:
         p = self._pipelines.get(key)
         if p is not None:
             self.stats["hits"] += 1
+            self._pipelines.move_to_end(key)
             return p
         src = templating.render(template, **params)
         label = f"{template}:" + ",".join(f"{k}={v}" for k, v in sorted(params.items()))[:200]
         p = self.rt.compile(src, label=label)
         self.stats["compiles"] += 1
         self._pipelines[key] = p
+        while len(self._pipelines) > max(1, self.max_pipelines):
+            self._pipelines.popitem(last=False)  # the runtime releases it once unreferenced
+            self.stats["evictions"] += 1
         return p
+
+    def _forked(self) -> None:
+        """In a forked child: put the parent's device aside (kept referenced, so no release call
+        reaches the runtime here) behind a runtime that raises, and make fresh locks."""
+        _abandoned.append((self.rt, dict(self.pool._free), self._pipelines))
+        self.rt = self.pool.rt = _ForkedRuntime(self.limits, getattr(self.rt, "info", None))
+        self.pool._free = defaultdict(list)
+        self.pool.free_bytes = 0
+        self.pool._scope = None
+        self._pipelines = OrderedDict()
+        self.lock = OpLock(self.pool)
 
     # ------------------------------------------------------------------ memory
     @property
@@ -213,11 +320,14 @@ def pack_params(*values: int, fmt: str = "I") -> bytes:
 
 _engine: Engine | None = None
 _engine_lock = threading.Lock()
+#: a forked child's inherited device objects: never released there (a release could hang)
+_abandoned: list = []
 
 
 def get_engine() -> Engine:
     """The process-wide engine (creates the device on first use)."""
     global _engine
+    _process.check("wgpu")
     with _engine_lock:
         if _engine is None:
             _engine = Engine(create_runtime())
@@ -227,4 +337,18 @@ def get_engine() -> Engine:
         return _engine
 
 
-__all__ = ["BufferPool", "DeviceBuffer", "Engine", "WG", "get_engine", "pack_params"]
+def _after_fork_in_child() -> None:
+    global _engine_lock
+    _engine_lock = threading.Lock()
+    if _engine is not None:  # the parent opened a device: a fresh one here hangs as well
+        rt = _engine.rt
+        what = f"a WebGPU device ({rt.name}: {rt.info.name})" if hasattr(rt, "info") else "a WebGPU device"
+        _process.mark_forked("wgpu", what)
+        _engine._forked()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+__all__ = ["BufferPool", "OpLock", "DeviceBuffer", "Engine", "WG", "get_engine", "pack_params"]
