@@ -6,54 +6,20 @@ cupy in -> cupy out without a host round trip; numpy in -> numpy out; objects ex
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import numpy as np
 
 from ... import _arrays
-from ...errors import DeviceMemoryError
 from ...semirings import Semiring
 from ...vsa import SoftTernaryVec
 from .. import _process
 from ..base import Backend, ceil_div
 from . import kernels
+from .launch import wrap_errors
 
 _MAX_GRID_YZ = 65535
 _NULL = np.uint64(0)  # a null pointer argument
-#: cudaErrorMemoryAllocation / CUDA_ERROR_OUT_OF_MEMORY (the same number in both APIs)
-_OOM_STATUS = 2
-#: cudaErrorInvalidValue / CUDA_ERROR_INVALID_VALUE: what a launch beyond a grid limit gets
-_INVALID_STATUS = 1
-
-
-def _cuda_errors(fn):
-    """Kernel entry points raise builtin types: a CUDA out-of-memory (also from a module load or a
-    launch, which CuPy reports as CUDADriverError/CUDARuntimeError) becomes DeviceMemoryError, a
-    launch refused for its size ValueError; CuPy's own OutOfMemoryError already is a MemoryError."""
-
-    @functools.wraps(fn)
-    def wrapper(self, *args, **kwargs):
-        try:
-            return fn(self, *args, **kwargs)
-        except (MemoryError, ValueError, TypeError):
-            raise
-        except Exception as e:
-            if type(e).__name__ not in ("CUDARuntimeError", "CUDADriverError"):
-                raise
-            status = getattr(e, "status", None)
-            what = fn.__name__.lstrip("_")
-            if status == _OOM_STATUS:
-                raise DeviceMemoryError(f"cuda: out of device memory in {what} ({e}); use smaller "
-                                        "operands or free device arrays") from e
-            if status == _INVALID_STATUS:
-                raise ValueError(f"cuda: the device refused the launch of {what} for operands of "
-                                 f"this size ({e}); split the work into smaller calls") from e
-            raise
-
-    return wrapper
-
-
 def _i64(x: int) -> np.int64:
     return np.int64(x)
 
@@ -320,9 +286,7 @@ class CudaBackend(Backend):
         return order.astype(np.int64), cp.take_along_axis(scores, order, axis=-1)
 
 
-for _name in ("_gemm", "_pack", "_boolmm", "_bind", "_bundle", "_dot", "_nnz", "_permute",
-              "_accumulate", "_harden", "_topk", "_dpx_ok"):
-    setattr(CudaBackend, _name, _cuda_errors(getattr(CudaBackend, _name)))
-del _name
+wrap_errors(CudaBackend, ("_gemm", "_pack", "_boolmm", "_bind", "_bundle", "_dot", "_nnz", "_permute",
+                          "_accumulate", "_harden", "_topk", "_dpx_ok"))
 
 __all__ = ["CudaBackend"]

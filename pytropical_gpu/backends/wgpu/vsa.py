@@ -2,35 +2,18 @@
 nnz and the fused search top-k.
 
 Arrays are uint32 word planes (see base.py's kernel contract). Work beyond one storage binding runs
-in chunks of words or rows; a single row beyond one binding (2^30 trits is 128 MiB a plane, wgpu's
-default limit) runs in word ranges (:func:`_piece_words`): dot and nnz add the ranges' sums, search
-ranks the tiled dots on the host, permute reads two source windows per output range.
+in chunks of words or rows; a single row beyond one binding runs in word ranges (:mod:`.vsa_long`);
+search ranks such rows' tiled dots on the host.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from . import vsa_long as long
 from .array import WgpuArray, host
 from .engine import WG, Engine, pack_params
-
-
-def _chunks(total: int, per: int):
-    per = max(1, per)
-    for s in range(0, total, per):
-        yield s, min(total, s + per)
-
-
-def _piece_words(eng: Engine) -> int:
-    """Words of one row per piece when a row exceeds a binding: a multiple of 64 words (resident
-    views then bind in place) with room for permute's extra source words."""
-    per = eng.max_binding // 4 - 4
-    return per // 64 * 64 if per >= 64 else max(1, per)
-
-
-def _long(eng: Engine, w: int) -> bool:
-    """True when one row of ``w`` words does not fit one storage binding."""
-    return 4 * w > eng.max_binding
+from .vsa_long import chunks as _chunks
 
 
 def bind(eng: Engine, ap, an, bp, bn):
@@ -84,8 +67,8 @@ def _wpt(w: int) -> int:
 def dot(eng: Engine, ap, an, bp, bn):
     q, w = ap.shape
     m = bp.shape[0]
-    if _long(eng, w):
-        return _dot_long(eng, ap, an, bp, bn)
+    if long.is_long(eng, w):
+        return long.dot_long(eng, ap, an, bp, bn, dot)
     out = np.empty((q, m), np.int64)
     pipe = eng.pipeline("vsa_dot")
     wpt = _wpt(w)
@@ -110,22 +93,6 @@ def dot(eng: Engine, ap, an, bp, bn):
             out[q0:q1, m0:m1] = part.sum(axis=-1, dtype=np.int64)
             eng.release(*mb, res)
         eng.release(*qa)
-    return out
-
-
-def _dot_long(eng: Engine, ap, an, bp, bn):
-    """Rows beyond one binding: each pair's dot is the sum of its word ranges' dots (int64)."""
-    q, w = ap.shape
-    m = bp.shape[0]
-    fa = [x.reshape(-1) for x in (ap, an)]
-    fb = [x.reshape(-1) for x in (bp, bn)]
-    out = np.zeros((q, m), np.int64)
-    for w0, w1 in _chunks(w, _piece_words(eng)):
-        for i in range(q):
-            a = [x[i * w + w0:i * w + w1].reshape(1, w1 - w0) for x in fa]
-            for j in range(m):
-                b = [x[j * w + w0:j * w + w1].reshape(1, w1 - w0) for x in fb]
-                out[i, j] += dot(eng, *a, *b)[0, 0]
     return out
 
 
@@ -155,7 +122,7 @@ def search(eng: Engine, ap, an, bp, bn, k: int):
     q, w = ap.shape
     m = bp.shape[0]
     assert 1 <= k <= min(m, TOPK_MAX) and exact_words(w) and m < 0xFFFFFFFF
-    if _long(eng, w):  # few rows, each beyond a binding: tiled dots, ranked on the host
+    if long.is_long(eng, w):  # few rows, each beyond a binding: tiled dots, ranked on the host
         scores = dot(eng, ap, an, bp, bn)
         order = np.argsort(-scores, axis=-1, kind="stable")[:, :k]  # ties: the smaller index
         return order.astype(np.int64), np.take_along_axis(scores, order, axis=-1)
@@ -212,14 +179,8 @@ def nnz(eng: Engine, p, n):
     """Non-zero trits per row, int64 (N,): popcount(pos | neg) per row on the GPU."""
     rows, w = p.shape
     assert exact_words(w)
-    if _long(eng, w):  # rows beyond one binding: add the counts of word ranges
-        fp, fn = p.reshape(-1), n.reshape(-1)
-        out = np.zeros(rows, np.int64)
-        for w0, w1 in _chunks(w, _piece_words(eng)):
-            for i in range(rows):
-                out[i] += nnz(eng, fp[i * w + w0:i * w + w1].reshape(1, w1 - w0),
-                              fn[i * w + w0:i * w + w1].reshape(1, w1 - w0))[0]
-        return out
+    if long.is_long(eng, w):  # rows beyond one binding: add the counts of word ranges
+        return long.nnz_long(eng, p, n, nnz)
     out = np.empty(rows, np.int64)
     pipe = eng.pipeline("vsa_nnz", WG=WG)
     for r0, r1 in _chunks(rows, eng.max_binding // (4 * w)):
@@ -241,13 +202,8 @@ def permute(eng: Engine, p, n, dim: int, shifts: int):
     outs = []
     for x in (p, n):
         out = np.empty((rows, w), np.uint32)
-        if _long(eng, w):
-            flat = x.reshape(-1)
-            for r in range(rows):
-                for o0, o1 in _chunks(w, _piece_words(eng)):
-                    out[r, o0:o1] = _permute_range(eng, pipe, flat[r * w:(r + 1) * w], w, dim,
-                                                   shifts, o0, o1)
-            outs.append(out)
+        if long.is_long(eng, w):
+            outs.append(long.permute_long(eng, pipe, x, dim, shifts))
             continue
         for r0, r1 in _chunks(rows, eng.max_binding // (4 * w)):
             src = eng.upload(x[r0:r1])
@@ -260,28 +216,6 @@ def permute(eng: Engine, p, n, dim: int, shifts: int):
             eng.release(src, dst)
         outs.append(out)
     return outs[0], outs[1]
-
-
-def _permute_range(eng: Engine, pipe, row, w: int, dim: int, shifts: int, o0: int, o1: int):
-    """Output words [o0, o1) of one permuted row (``row``: its w words, flat). Their source bits
-    start at bit (32*o0 - shifts) mod dim and may wrap past dim to bit 0: window A holds the words
-    from there on (to the row's end if it wraps), window B the row's first words."""
-    start = (32 * o0 - shifts) % dim
-    nbits = min(32 * o1, dim) - 32 * o0
-    a0 = start // 32
-    if start + nbits <= dim:
-        a1, b1 = min(w, (start + nbits - 1) // 32 + 2), 0
-    else:
-        a1, b1 = w, min(w, (start + nbits - dim - 1) // 32 + 2)
-    win_a = eng.upload(row[a0:a1])
-    win_b = eng.upload(row[0:b1]) if b1 else win_a
-    dst = eng.alloc((o1 - o0) * 4)
-    gx, gy, _ = eng.grid(-(-(o1 - o0) // WG))
-    eng.submit([eng.dispatch(pipe, [win_a.binding(), win_b.binding(), dst.binding()], (gx, gy, 1),
-                             pack_params(o1 - o0, w, dim, shifts, gx, o1 - o0, o0, a0))])
-    res = eng.download(dst, np.uint32, (o1 - o0,))
-    eng.release(win_a, dst, *([win_b] if b1 else []))
-    return res
 
 
 def accumulate(eng: Engine, sign, mag, hp, hn):
