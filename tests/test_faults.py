@@ -10,8 +10,8 @@ import os
 
 import numpy as np
 import pytest
-from conftest import require_backend
 
+from conftest import require_backend
 from pytropical_gpu import SoftTernaryVec, TernaryVec
 from pytropical_gpu.backends import get_backend, probe
 from pytropical_gpu.errors import BackendUnavailableError
