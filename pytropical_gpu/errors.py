@@ -10,3 +10,8 @@ class BackendUnavailableError(RuntimeError):
         self.backend = name
         self.reason = reason
         super().__init__(f"backend {name!r} is unavailable: {reason}")
+
+
+class DeviceMemoryError(MemoryError):
+    """The GPU could not allocate memory for an operation (what it took is released again, and the
+    next call works); a MemoryError, as CuPy's ``OutOfMemoryError`` is."""

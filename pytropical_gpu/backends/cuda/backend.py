@@ -13,13 +13,13 @@ import numpy as np
 from ... import _arrays
 from ...semirings import Semiring
 from ...vsa import SoftTernaryVec
+from .. import _process
 from ..base import Backend, ceil_div
 from . import kernels
+from .launch import wrap_errors
 
 _MAX_GRID_YZ = 65535
 _NULL = np.uint64(0)  # a null pointer argument
-
-
 def _i64(x: int) -> np.int64:
     return np.int64(x)
 
@@ -34,27 +34,37 @@ class CudaBackend(Backend):
     #: 22.9 / 26.0 for "big" (benchmarks/results/cuda_H200.json).
     big_tile = "big_mb2"
 
+    #: the largest grid x dimension of one launch (CUDA's limit, 2^31 - 1); work beyond it is split
+    max_grid_x = 2**31 - 1
+
     def __init__(self) -> None:
         import cupy
 
+        from . import mark_opened
+
+        mark_opened()
         self._cp = cupy
         self._sms: dict[int, int] = {}
 
     # ---------------------------------------------------------------- array kinds
     @property
     def xp(self):
+        _process.check("cuda")
         return self._cp
 
     def asnative(self, x: Any, name: str = "array") -> Any:
+        _process.check("cuda")
         return _arrays.to_cupy(x, name)
 
     def to_device(self, x: Any) -> Any:
         """As :meth:`Backend.to_device`; soft counters move too (cupy planes, updated in place)."""
+        _process.check("cuda")
         if isinstance(x, SoftTernaryVec):
             return x.to_device()
         return super().to_device(x)
 
     def describe(self) -> dict:
+        _process.check("cuda")
         cp = self._cp
         dev = cp.cuda.Device()
         props = cp.cuda.runtime.getDeviceProperties(dev.id)
@@ -201,20 +211,43 @@ class CudaBackend(Backend):
         return op, on
 
     def _dot(self, ap, an, bp, bn):
+        """(q, m) int64 dots. One launch covers ``max_grid_x`` pairs (blocks of 8 pairs for short
+        rows); beyond that the query rows (and, if one row of pairs is too many, the memory rows)
+        are split over several launches."""
         cp = self._cp
         q, w = ap.shape
         m = bp.shape[0]
+        block = w >= 2048
+        per_launch = self.max_grid_x * (1 if block else 8)  # pairs one launch can cover
+        out = cp.zeros((q, m), np.int64) if block else cp.empty((q, m), np.int64)
+        mb = min(m, per_launch)
+        qb = max(1, per_launch // max(mb, 1))
+        for q0 in range(0, q, qb):
+            q1 = min(q, q0 + qb)
+            for m0 in range(0, m, max(mb, 1)):
+                m1 = min(m, m0 + mb)
+                whole = m0 == 0 and m1 == m
+                dst = out[q0:q1] if whole else (
+                    cp.zeros((q1 - q0, m1 - m0), np.int64) if block else
+                    cp.empty((q1 - q0, m1 - m0), np.int64))
+                self._dot_launch(ap[q0:q1], an[q0:q1], bp[m0:m1], bn[m0:m1], dst, block)
+                if not whole:
+                    out[q0:q1, m0:m1] = dst
+        return out
+
+    def _dot_launch(self, ap, an, bp, bn, out, block: bool) -> None:
+        q, w = ap.shape
+        m = bp.shape[0]
         pairs = q * m
-        if w >= 2048:
+        if pairs == 0:
+            return
+        if block:
             chunk = max(4096, ceil_div(w, _MAX_GRID_YZ))
-            out = cp.zeros(pairs, np.int64)
             kernels.function(kernels.VSA, "dot_block")((pairs, ceil_div(w, chunk)), (256,), (
                 ap, an, bp, bn, out, _i64(m), _i64(w), _i64(chunk)))
         else:
-            out = cp.empty(pairs, np.int64)
             kernels.function(kernels.VSA, "dot_warp")((ceil_div(pairs, 8),), (256,), (
                 ap, an, bp, bn, out, _i64(pairs), _i64(m), _i64(w)))
-        return out.reshape(q, m)
 
     def _nnz(self, p, n):
         return kernels.elementwise("nnz")(p, n, axis=-1)
@@ -252,5 +285,8 @@ class CudaBackend(Backend):
         order = cp.argsort(-scores, axis=-1)[:, :k]  # CuPy's argsort is stable
         return order.astype(np.int64), cp.take_along_axis(scores, order, axis=-1)
 
+
+wrap_errors(CudaBackend, ("_gemm", "_pack", "_boolmm", "_bind", "_bundle", "_dot", "_nnz", "_permute",
+                          "_accumulate", "_harden", "_topk", "_dpx_ok"))
 
 __all__ = ["CudaBackend"]

@@ -1,116 +1,61 @@
 """The engine: one runtime per process, the pipeline cache, the buffer pool and dispatch grids.
 
 Kernel modules (gemm, boolean, vsa) use only this module and :mod:`.runtime`'s interface.
+
+Buffers and the operation lock that releases what a failed call took live in :mod:`.pool`. A forked
+child cannot use the parent's device (see ``backends._process``).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import struct
 import threading
-from collections import defaultdict
-from dataclasses import dataclass
+from collections import OrderedDict, defaultdict
 
 import numpy as np
 
+from .. import _process
 from . import templating
 from .array import WgpuArray
-from .runtime import Binding, Copy, Dispatch, Runtime, create_runtime
+from .pool import BufferPool, DeviceBuffer, OpLock, _round4
+from .runtime import Copy, Dispatch, Runtime, create_runtime
 
 log = logging.getLogger("pytropical_gpu")
 
 WG = 256  # threads per workgroup for the 1-D kernels
 
 
-@dataclass(eq=False)
-class DeviceBuffer:
-    """A pooled device buffer: ``handle`` holds at least ``nbytes`` (its class size ``capacity``)."""
+class _ForkedRuntime:
+    """Stands in for the runtime in a forked child: every use raises, destroying is a no-op."""
 
-    handle: object
-    nbytes: int
-    capacity: int
-    #: False for a resident array's buffer bound in place (release leaves it alone)
-    pooled: bool = True
-    #: byte offset of the data in ``handle`` (resident views only; aligned for binding)
-    base: int = 0
-    #: keeps a resident array's storage alive while this binding is in use
-    owner: object = None
+    def __init__(self, limits, info):
+        self.limits, self.info = limits, info
 
-    def binding(self, offset: int = 0, size: int | None = None) -> Binding:
-        size = (self.nbytes - offset) if size is None else size
-        return Binding(self.handle, self.base + offset, max(_round4(size), 4))
+    def destroy_buffer(self, handle) -> None:
+        pass
 
-
-def _round4(n: int) -> int:
-    return (int(n) + 3) & ~3
-
-
-class BufferPool:
-    """Buffers recycled by size class (powers of two from 256 bytes), so repeated calls of one
-    shape allocate nothing. ``max_free_bytes`` bounds what idle buffers may hold."""
-
-    def __init__(self, rt: Runtime, max_free_bytes: int = 1 << 30):
-        self.rt = rt
-        self.max_free_bytes = max_free_bytes
-        self._free: dict[int, list] = defaultdict(list)
-        self.free_bytes = 0
-        self.live_bytes = 0
-        self.created = 0
-
-    def _class(self, nbytes: int) -> int:
-        """Size class: powers of two up to 64 MiB, then multiples of 16 MiB (bounded by the limit)."""
-        n = max(256, _round4(nbytes))
-        c = 1 << (n - 1).bit_length() if n <= (64 << 20) else -(-n // (16 << 20)) * (16 << 20)
-        return max(n, min(c, self.rt.limits.max_buffer_size))
-
-    def acquire(self, nbytes: int) -> DeviceBuffer:
-        cap = self._class(nbytes)
-        lst = self._free.get(cap)
-        if lst:
-            h = lst.pop()
-            self.free_bytes -= cap
-        else:
-            h = self.rt.create_buffer(cap)
-            self.created += 1
-        self.live_bytes += cap
-        return DeviceBuffer(h, int(nbytes), cap)
-
-    def release(self, buf: DeviceBuffer) -> None:
-        if buf is None or buf.handle is None:
-            return
-        if not buf.pooled:  # a resident array's own buffer: never recycled
-            buf.handle = buf.owner = None
-            return
-        self.live_bytes -= buf.capacity
-        self._free[buf.capacity].append(buf.handle)
-        self.free_bytes += buf.capacity
-        buf.handle = None
-        if self.free_bytes > self.max_free_bytes:
-            self.trim(self.max_free_bytes // 2)
-
-    def trim(self, keep_bytes: int = 0) -> None:
-        """Destroy idle buffers, largest first, until at most ``keep_bytes`` stay idle."""
-        for cap in sorted(self._free, reverse=True):
-            lst = self._free[cap]
-            while lst and self.free_bytes > keep_bytes:
-                self.rt.destroy_buffer(lst.pop())
-                self.free_bytes -= cap
-
-    @property
-    def total_bytes(self) -> int:
-        return self.free_bytes + self.live_bytes
+    def __getattr__(self, name):
+        _process.check("wgpu")
+        raise AttributeError(name)
 
 
 class Engine:
-    """Device, pipeline cache (per template and parameters), pool, and the upload/run/read helpers."""
+    """Device, pipeline cache (per template and parameters, least recently used dropped beyond
+    ``max_pipelines``), pool, and the upload/run/read helpers."""
+
+    #: compiled pipelines kept: skinny GEMMs specialise on (k, n), so a program that sweeps shapes
+    #: would otherwise keep every variant (256 shapes compiled 601 pipelines, ~90 MiB)
+    max_pipelines = 128
 
     def __init__(self, rt: Runtime):
         self.rt = rt
         self.limits = rt.limits
         self.pool = BufferPool(rt)
-        self._pipelines: dict[tuple, object] = {}
-        self.stats = {"compiles": 0, "hits": 0}
-        self.lock = threading.RLock()
+        self._pipelines: OrderedDict[tuple, object] = OrderedDict()
+        self.stats = {"compiles": 0, "hits": 0, "evictions": 0}
+        self.lock = OpLock(self.pool)
 
     # ------------------------------------------------------------------ pipelines
     def pipeline(self, template: str, **params):
@@ -119,13 +64,28 @@ class Engine:
         p = self._pipelines.get(key)
         if p is not None:
             self.stats["hits"] += 1
+            self._pipelines.move_to_end(key)
             return p
         src = templating.render(template, **params)
         label = f"{template}:" + ",".join(f"{k}={v}" for k, v in sorted(params.items()))[:200]
         p = self.rt.compile(src, label=label)
         self.stats["compiles"] += 1
         self._pipelines[key] = p
+        while len(self._pipelines) > max(1, self.max_pipelines):
+            self._pipelines.popitem(last=False)  # the runtime releases it once unreferenced
+            self.stats["evictions"] += 1
         return p
+
+    def _forked(self) -> None:
+        """In a forked child: put the parent's device aside (kept referenced, so no release call
+        reaches the runtime here) behind a runtime that raises, and make fresh locks."""
+        _abandoned.append((self.rt, dict(self.pool._free), self._pipelines))
+        self.rt = self.pool.rt = _ForkedRuntime(self.limits, getattr(self.rt, "info", None))
+        self.pool._free = defaultdict(list)
+        self.pool.free_bytes = 0
+        self.pool._scope = None
+        self._pipelines = OrderedDict()
+        self.lock = OpLock(self.pool)
 
     # ------------------------------------------------------------------ memory
     @property
@@ -213,11 +173,14 @@ def pack_params(*values: int, fmt: str = "I") -> bytes:
 
 _engine: Engine | None = None
 _engine_lock = threading.Lock()
+#: a forked child's inherited device objects: never released there (a release could hang)
+_abandoned: list = []
 
 
 def get_engine() -> Engine:
     """The process-wide engine (creates the device on first use)."""
     global _engine
+    _process.check("wgpu")
     with _engine_lock:
         if _engine is None:
             _engine = Engine(create_runtime())
@@ -227,4 +190,18 @@ def get_engine() -> Engine:
         return _engine
 
 
-__all__ = ["BufferPool", "DeviceBuffer", "Engine", "WG", "get_engine", "pack_params"]
+def _after_fork_in_child() -> None:
+    global _engine_lock
+    _engine_lock = threading.Lock()
+    if _engine is not None:  # the parent opened a device: a fresh one here hangs as well
+        rt = _engine.rt
+        what = f"a WebGPU device ({rt.name}: {rt.info.name})" if hasattr(rt, "info") else "a WebGPU device"
+        _process.mark_forked("wgpu", what)
+        _engine._forked()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+__all__ = ["BufferPool", "OpLock", "DeviceBuffer", "Engine", "WG", "get_engine", "pack_params"]

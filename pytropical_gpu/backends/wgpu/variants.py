@@ -29,8 +29,9 @@ from ...semirings import Semiring, get_semiring, semiring_names
 from . import boolean, gemm, templating, vsa
 from .engine import WG
 
-#: counter widths a SoftTernaryVec can have that we prove (the template unrolls one plane per bit)
-MAX_BITS = 16
+#: counter widths a SoftTernaryVec can have (the spec's 1 to 31), all proved: the template unrolls
+#: one plane per bit
+MAX_BITS = 31
 #: bundle counter widths: bit_length(max(vectors, threshold)) + 2 for any u32 count/threshold
 BUNDLE_WIDTHS = range(3, 32 + 2 + 1)
 

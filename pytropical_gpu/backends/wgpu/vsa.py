@@ -2,21 +2,18 @@
 nnz and the fused search top-k.
 
 Arrays are uint32 word planes (see base.py's kernel contract). Work beyond one storage binding runs
-in chunks of words or rows.
+in chunks of words or rows; a single row beyond one binding runs in word ranges (:mod:`.vsa_long`);
+search ranks such rows' tiled dots on the host.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from . import vsa_long as long
 from .array import WgpuArray, host
 from .engine import WG, Engine, pack_params
-
-
-def _chunks(total: int, per: int):
-    per = max(1, per)
-    for s in range(0, total, per):
-        yield s, min(total, s + per)
+from .vsa_long import chunks as _chunks
 
 
 def bind(eng: Engine, ap, an, bp, bn):
@@ -70,6 +67,8 @@ def _wpt(w: int) -> int:
 def dot(eng: Engine, ap, an, bp, bn):
     q, w = ap.shape
     m = bp.shape[0]
+    if long.is_long(eng, w):
+        return long.dot_long(eng, ap, an, bp, bn, dot)
     out = np.empty((q, m), np.int64)
     pipe = eng.pipeline("vsa_dot")
     wpt = _wpt(w)
@@ -123,6 +122,10 @@ def search(eng: Engine, ap, an, bp, bn, k: int):
     q, w = ap.shape
     m = bp.shape[0]
     assert 1 <= k <= min(m, TOPK_MAX) and exact_words(w) and m < 0xFFFFFFFF
+    if long.is_long(eng, w):  # few rows, each beyond a binding: tiled dots, ranked on the host
+        scores = dot(eng, ap, an, bp, bn)
+        order = np.argsort(-scores, axis=-1, kind="stable")[:, :k]  # ties: the smaller index
+        return order.astype(np.int64), np.take_along_axis(scores, order, axis=-1)
     out_i = np.empty((q, k), np.int64)
     out_s = np.empty((q, k), np.int64)
     p_dot = eng.pipeline("vsa_search", SRC="dot", RPT=SEARCH_RPT)
@@ -176,6 +179,8 @@ def nnz(eng: Engine, p, n):
     """Non-zero trits per row, int64 (N,): popcount(pos | neg) per row on the GPU."""
     rows, w = p.shape
     assert exact_words(w)
+    if long.is_long(eng, w):  # rows beyond one binding: add the counts of word ranges
+        return long.nnz_long(eng, p, n, nnz)
     out = np.empty(rows, np.int64)
     pipe = eng.pipeline("vsa_nnz", WG=WG)
     for r0, r1 in _chunks(rows, eng.max_binding // (4 * w)):
@@ -190,18 +195,23 @@ def nnz(eng: Engine, p, n):
 
 
 def permute(eng: Engine, p, n, dim: int, shifts: int):
+    """Cyclic shift by ``shifts`` (0 <= shifts < dim) of every row: whole rows per dispatch, or, for
+    rows beyond one binding, output word ranges each reading its source window(s) of the row."""
     rows, w = p.shape
     pipe = eng.pipeline("vsa_permute", WG=WG)
     outs = []
     for x in (p, n):
         out = np.empty((rows, w), np.uint32)
+        if long.is_long(eng, w):
+            outs.append(long.permute_long(eng, pipe, x, dim, shifts))
+            continue
         for r0, r1 in _chunks(rows, eng.max_binding // (4 * w)):
             src = eng.upload(x[r0:r1])
             dst = eng.alloc((r1 - r0) * w * 4)
             total = (r1 - r0) * w
             gx, gy, _ = eng.grid(-(-total // WG))
-            eng.submit([eng.dispatch(pipe, [src.binding(), dst.binding()], (gx, gy, 1),
-                                     pack_params(total, w, dim, shifts, gx, 0, 0, 0))])
+            eng.submit([eng.dispatch(pipe, [src.binding(), src.binding(), dst.binding()],
+                                     (gx, gy, 1), pack_params(total, w, dim, shifts, gx, w, 0, 0))])
             out[r0:r1] = eng.download(dst, np.uint32, (r1 - r0, w))
             eng.release(src, dst)
         outs.append(out)
