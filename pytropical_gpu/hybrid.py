@@ -175,6 +175,8 @@ class HybridContext:
                out: Any = None, return_argmax: bool = False, backend: str | None = None) -> Any:
         """See :func:`pytropical_gpu.matmul`."""
         be = self._choose(backend, "matmul", _gemm_size(a, b), a, b)
+        if backend is None and self.backend == "auto" and _dtype_name(a) not in be.gemm_dtypes:
+            be = get_backend("cpu")  # "auto" sends dtypes a GPU lacks (wgpu: 64-bit) to one that has them
         return be.matmul(a, b, semiring, c=c, out=out, return_argmax=return_argmax)
 
     def pack_rows(self, a: Any, *, backend: str | None = None) -> PackedRows:
@@ -243,6 +245,13 @@ def _gemm_size(a: Any, b: Any) -> int:
         return 0
     batch = max(sa[0] if len(sa) == 3 else 1, sb[0] if len(sb) == 3 else 1)
     return batch * sa[-2] * sa[-1] * sb[-1]
+
+
+def _dtype_name(x: Any) -> str:
+    dt = getattr(x, "dtype", None)
+    if dt is None:
+        return np.asarray(x).dtype.name
+    return str(dt).removeprefix("torch.")
 
 
 def _tv_arrays(*vs: Any) -> list:
