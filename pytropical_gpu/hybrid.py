@@ -21,6 +21,7 @@ from . import _arrays
 from ._checks import int_arg
 from .backends import Backend, get_backend, probe
 from .backends._validate import recheck_handle
+from .backends.base import bundle_operands
 from .packed import PackedCols, PackedRows
 from .semirings import Semiring
 from .vsa import TernaryVec
@@ -197,11 +198,17 @@ class HybridContext:
     def unbind(self, a: TernaryVec, b: TernaryVec, *, backend: str | None = None) -> TernaryVec:
         return self._choose(backend, "bind", _tv_size(a, b), *_tv_arrays(a, b)).unbind(a, b)
 
-    def bundle(self, vs: TernaryVec | Sequence[TernaryVec], threshold: int = 1, *,
+    def bundle(self, *vectors: TernaryVec | Sequence[TernaryVec], threshold: int = 1,
                backend: str | None = None) -> TernaryVec:
-        items = [vs] if isinstance(vs, TernaryVec) else list(vs)
+        vs = bundle_operands(vectors)
+        items = [vs] if isinstance(vs, TernaryVec) else vs
         be = self._choose(backend, "bundle", _tv_size(*items), *_tv_arrays(*items))
-        return be.bundle(vs if isinstance(vs, TernaryVec) else items, threshold)
+        return be.bundle(vs, threshold=threshold)
+
+    def multiset(self, batched: TernaryVec, *, threshold: int = 1,
+                 backend: str | None = None) -> TernaryVec:
+        be = self._choose(backend, "bundle", _tv_size(batched), *_tv_arrays(batched))
+        return be.multiset(batched, threshold=threshold)
 
     def dot(self, a: TernaryVec, b: TernaryVec, *, backend: str | None = None) -> Any:
         return self._choose(backend, "dot", _tv_size(a, b), *_tv_arrays(a, b)).dot(a, b)

@@ -286,8 +286,11 @@ class Backend:
         """Same as :meth:`bind`: trits are self-inverse on their support."""
         return self.bind(a, b)
 
-    def bundle(self, vs: TernaryVec | Sequence[TernaryVec], threshold: int = 1) -> TernaryVec:
-        """Per-element majority: sign(Σ v) where |Σ v| >= threshold, else 0 (exact)."""
+    def bundle(self, *vectors: TernaryVec | Sequence[TernaryVec], threshold: int = 1) -> TernaryVec:
+        """Per-element majority: sign(Σ v) where |Σ v| >= threshold, else 0 (exact).
+
+        ``bundle(a, b, ...)`` (torchhd), ``bundle([a, b, ...])`` or ``bundle(batched)``."""
+        vs = bundle_operands(vectors)
         threshold = _nonneg_int(threshold, "bundle", "threshold")
         if isinstance(vs, TernaryVec):
             if vs.pos.ndim < 2:
@@ -320,6 +323,11 @@ class Backend:
             return self._tv_out(z, z.copy(), rest, dim, *srcs)
         rp, rn = self._bundle(self._contig(p), self._contig(n), max(threshold, 1))
         return self._tv_out(rp, rn, rest, dim, *srcs)
+
+    def multiset(self, batched: TernaryVec, *, threshold: int = 1) -> TernaryVec:
+        """torchhd's name for bundling one batched TernaryVec along its leading dimension."""
+        _check_tv(batched, "multiset", "batched")
+        return self.bundle(batched, threshold=threshold)
 
     def dot(self, a: TernaryVec, b: TernaryVec) -> Any:
         """Exact integer dot product; batched: result shape a.batch_shape + b.batch_shape."""
@@ -456,6 +464,24 @@ class Backend:
         xp = self.xp
         order = xp.argsort(-scores, axis=-1, kind="stable")[:, :k]
         return order.astype(np.int64), xp.take_along_axis(scores, order, axis=-1)
+
+
+def bundle_operands(vectors: tuple) -> TernaryVec | list:
+    """The vectors of ``bundle(*vectors)``: one batched TernaryVec, or a list (from one sequence
+    argument or several TernaryVec arguments)."""
+    if len(vectors) == 1 and not isinstance(vectors[0], TernaryVec):
+        if not isinstance(vectors[0], Sequence) or isinstance(vectors[0], (str, bytes)):
+            raise TypeError("bundle: expected TernaryVecs, a list of them or one batched TernaryVec; "
+                            f"got {show(vectors[0])}")
+        vectors = tuple(vectors[0])
+    elif len(vectors) == 1:
+        return vectors[0]
+    for i, v in enumerate(vectors):
+        if not isinstance(v, TernaryVec):
+            hint = (" (threshold is keyword-only: bundle(..., threshold=t))"
+                    if isinstance(v, (int, float)) else "")
+            raise TypeError(f"bundle: vectors[{i}] must be a TernaryVec, got {show(v)}{hint}")
+    return list(vectors)
 
 
 def ceil_div(a: int, b: int) -> int:
