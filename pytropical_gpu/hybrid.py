@@ -60,6 +60,20 @@ class HybridContext:
     cpu_threshold : int, optional
         One crossover (work items) for every operation; default: per-operation table.
 
+    Methods are the module functions (``ctx.matmul``, ``ctx.bundle``, ...) with one signature.
+
+    Raises
+    ------
+    ValueError
+        An unknown backend name.
+    BackendUnavailableError
+        A pinned backend that cannot run here.
+
+    Shapes:
+        as the module functions (see :func:`pytropical_gpu.matmul`).
+
+    Examples
+    --------
     >>> ctx = HybridContext(backend="cpu")
     >>> ctx.route("matmul", 10**9)
     'cpu'

@@ -58,6 +58,9 @@ class Semiring:
     selective : bool
         ⊕ always returns one of its operands (min/max): enables ``return_argmax``.
 
+    Shapes:
+        not applicable (a semiring is scalar semantics; :func:`pytropical_gpu.matmul` has shapes).
+
     Examples
     --------
     >>> import numpy as np
@@ -186,13 +189,47 @@ _builtin("bxor_band", np.bitwise_xor, np.bitwise_and, 0, True, ("uint32", "uint6
 
 
 def semiring_names() -> list[str]:
-    """All registered names, aliases included, sorted."""
+    """All registered names, aliases included, sorted.
+
+    Returns
+    -------
+    list of str
+
+    Shapes:
+        not applicable.
+
+    Examples
+    --------
+    >>> "tropical" in semiring_names() and "min_plus" in semiring_names()
+    True
+    """
     return sorted(_REGISTRY)
 
 
 def get_semiring(semiring: str | Semiring) -> Semiring:
     """Resolve a name, alias or :class:`Semiring` object.
 
+    Parameters
+    ----------
+    semiring : str or Semiring
+        A registered name or alias (python-graphblas style), or an object (returned as is).
+
+    Returns
+    -------
+    Semiring
+
+    Raises
+    ------
+    ValueError
+        An unknown name (the message lists the known ones).
+    TypeError
+        Neither a string nor a Semiring.
+
+    Shapes:
+        not applicable.
+
+    Examples
+    --------
     >>> get_semiring("tropical").name
     'max_plus'
     """

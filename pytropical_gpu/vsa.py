@@ -38,14 +38,27 @@ def _check_bits(pos: Any, neg: Any, dim: int) -> None:
 class TernaryVec:
     """A (batch of) ternary hypervector(s) stored as ``pos``/``neg`` uint32 bit planes.
 
+    Made by :meth:`from_array` or :meth:`random`; :meth:`to_array` gives trits (np.asarray raises).
+    Planes are validated here and by ``to_device``, then trusted: planes changed in place afterwards
+    give undefined results (re-validate with ``TernaryVec(v.pos, v.neg, v.dim)``).
+
+    Parameters
+    ----------
+    pos, neg : array
+        uint32 planes (numpy or cupy): bit i of word w is trit 32 w + i; tail bits zero.
+    dim : int
+        Trits per vector.
+
+    Raises
+    ------
+    ValueError
+        A bit set in both planes, non-zero tail bits, a word count that does not match ``dim``.
+
     Shapes:
-        pos, neg: (*batch, ceil(dim/32)) uint32
+        pos, neg: (*batch, ceil(dim/32)) uint32; ``.shape`` is (*batch, dim).
 
-    Planes given to the constructor are validated (uint32 arrays, no bit in both planes, zero tail
-    bits); ``to_device`` validates them again. Operations trust a vector's planes as validated then:
-    planes changed in place afterwards give undefined results (re-validate with
-    ``TernaryVec(v.pos, v.neg, v.dim)``).
-
+    Examples
+    --------
     >>> v = TernaryVec.from_array(np.array([1, 0, -1, 1], dtype=np.int8))
     >>> v.to_array().tolist(), v.dim
     ([1, 0, -1, 1], 4)
@@ -261,6 +274,25 @@ class SoftTernaryVec:
     ``sign`` (*batch, words) marks negative counters; ``mag`` (bits, *batch, words) holds the
     magnitude, plane j = bit j. Zero is stored with sign 0.
 
+    Parameters
+    ----------
+    dim : int
+        Counters per vector.
+    bits : int
+        Magnitude bits: counters saturate at ±(2^bits − 1).
+    batch : int or tuple of int, keyword-only
+        Leading batch shape.
+
+    Raises
+    ------
+    ValueError
+        ``bits`` or ``dim`` out of range.
+
+    Shapes:
+        sign: (*batch, ceil(dim/32)); mag: (bits, *batch, ceil(dim/32)); ``to_array()``: (*batch, dim).
+
+    Examples
+    --------
     >>> s = SoftTernaryVec(5, bits=2)
     >>> h = TernaryVec.from_array(np.array([1, -1, 0, 1, 1], dtype=np.int8))
     >>> _ = s.accumulate(h, backend="cpu"); _ = s.accumulate(h, backend="cpu")
