@@ -11,19 +11,9 @@ from .errors import BackendUnavailableError
 from .hybrid import HybridContext
 from .packed import PackedCols, PackedRows
 from .semirings import Semiring, get_semiring, semiring_names
+from .similarity import cosine, cosine_similarity, dot, dot_similarity, search
 from .vsa import SoftTernaryVec, TernaryVec
-from .vsa_api import (
-    bind,
-    bundle,
-    cosine,
-    cosine_similarity,
-    dot,
-    dot_similarity,
-    multiset,
-    permute,
-    search,
-    unbind,
-)
+from .vsa_api import bind, bundle, multiset, permute, unbind
 
 __version__ = "0.1.0"  # the one version source: pyproject.toml reads it (hatch dynamic version)
 

@@ -1,6 +1,7 @@
 """Module-level verbs for semiring GEMM and packed boolean products: thin functions that pick a
 backend (``backend=``, ``PYTROPICAL_BACKEND`` or the default HybridContext) and call its method of
-the same name and signature. The VSA verbs are in :mod:`pytropical_gpu.vsa_api`."""
+the same name and signature. The VSA verbs are in :mod:`pytropical_gpu.vsa_api` and
+:mod:`pytropical_gpu.similarity`."""
 
 from __future__ import annotations
 

@@ -125,30 +125,10 @@ class TernaryVec:
 
     @classmethod
     def from_array(cls, trits: Any) -> TernaryVec:
-        """Pack an integer array of trits in {-1, 0, +1} (last axis = dim).
+        """Pack an integer array of trits in {-1, 0, +1} (last axis = dim) into bit planes.
 
-        Parameters
-        ----------
-        trits : array_like
-            numpy, cupy or torch (CPU or CUDA) integer array, or anything with ``__dlpack__``.
-            Device input (cupy, torch CUDA) gives cupy planes; host input numpy planes.
+        ``trits``: numpy, cupy, torch (CPU/CUDA) or ``__dlpack__`` integers (device in: cupy planes).
 
-        Returns
-        -------
-        TernaryVec
-
-        Raises
-        ------
-        ValueError
-            A value outside {-1, 0, 1}, or a scalar.
-        TypeError
-            A non-integer dtype.
-
-        Shapes:
-            trits: (*batch, dim) -> pos, neg: (*batch, ceil(dim / 32)) uint32.
-
-        Examples
-        --------
         >>> TernaryVec.from_array(np.array([[1, 0], [0, -1]], np.int8)).shape
         (2, 2)
         """
@@ -167,18 +147,12 @@ class TernaryVec:
         return cls._trusted(_pack_bits(t > 0, xp), _pack_bits(t < 0, xp), t.shape[-1])
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        """Refused: a TernaryVec is two bit planes, not an array of trits (numpy would otherwise
-        build a meaningless object array). Call :meth:`to_array` for the int8 trits."""
+        """Refused (numpy would build a meaningless object array): call :meth:`to_array`."""
         raise TypeError("TernaryVec is bit-packed, not an array: call .to_array() for the int8 trits "
                         "(or use .pos / .neg for the uint32 bit planes)")
 
     def to_array(self) -> Any:
-        """The trits as an int8 array of shape ``batch_shape + (dim,)`` (numpy, or cupy for
-        device planes).
-
-        >>> TernaryVec.from_array(np.array([1, -1], np.int8)).to_array()
-        array([ 1, -1], dtype=int8)
-        """
+        """The trits as an int8 array of shape ``batch_shape + (dim,)`` (cupy for cupy planes)."""
         xp = _arrays.xp_of(self.pos)
         pos, neg = self.pos, self.neg
         if _arrays.is_wgpu(pos):
@@ -192,36 +166,10 @@ class TernaryVec:
                batch: tuple[int, ...] | int = ()) -> TernaryVec:
         """Random trits: non-zero with probability ``density``, then ±1 with equal odds.
 
-        torchhd's ``random(num_vectors, dimensions)`` is ``TernaryVec.random(dimensions,
-        batch=num_vectors)`` here: ``dim`` comes first (so a single vector needs no count) and the
-        number of vectors is the ``batch`` keyword, which also takes a tuple of batch dimensions.
+        torchhd's ``random(num_vectors, dimensions)`` is ``random(dimensions, batch=num_vectors)``
+        here: ``dim`` comes first (one vector needs no count); ``batch`` also takes a tuple. ``seed``
+        goes to numpy's ``default_rng``; the planes are numpy.
 
-        Parameters
-        ----------
-        dim : int
-            Trits per vector (0 allowed).
-        density : float
-            Probability that a trit is non-zero, in [0, 1].
-        seed : int or numpy Generator seed, optional
-            Reproducible draws (numpy's ``default_rng``).
-        batch : int or tuple of int
-            Leading batch shape (torchhd's ``num_vectors``).
-
-        Returns
-        -------
-        TernaryVec
-            numpy planes.
-
-        Raises
-        ------
-        ValueError
-            ``density`` outside [0, 1] or a negative ``dim``.
-
-        Shapes:
-            -> (*batch, dim) trits; pos, neg: (*batch, ceil(dim / 32)).
-
-        Examples
-        --------
         >>> TernaryVec.random(10000, batch=3, seed=0).shape
         (3, 10000)
         """
@@ -282,11 +230,6 @@ class SoftTernaryVec:
         Magnitude bits: counters saturate at ±(2^bits − 1).
     batch : int or tuple of int, keyword-only
         Leading batch shape.
-
-    Raises
-    ------
-    ValueError
-        ``bits`` or ``dim`` out of range.
 
     Shapes:
         sign: (*batch, ceil(dim/32)); mag: (bits, *batch, ceil(dim/32)); ``to_array()``: (*batch, dim).
