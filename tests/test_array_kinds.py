@@ -160,3 +160,27 @@ def test_torch_cuda_in_torch_cuda_out(torch, backend, rng):
     np.testing.assert_array_equal(host.numpy(), _ref_min_plus(a, b))
     v = TernaryVec.from_array(torch.tensor([1, -1, 0], device="cuda", dtype=torch.int8))
     assert v.to_array().tolist() == [1, -1, 0]
+
+
+def test_device_out_is_written_in_place(backend, rng):
+    """On the GPU machine: a cupy ``out`` (and a torch CUDA one, where torch has CUDA) keeps its
+    memory and is the object returned."""
+    if backend != "cuda":
+        pytest.skip("device out= needs the cuda backend")
+    import cupy as cp
+
+    a = rng.integers(-9, 9, (5, 6)).astype(np.int64)
+    b = rng.integers(-9, 9, (6, 4)).astype(np.int64)
+    out = cp.empty((5, 4), np.int64)
+    ptr = out.data.ptr
+    got = tg.matmul(cp.asarray(a), cp.asarray(b), "min_plus", out=out, backend=backend)
+    assert got is out and out.data.ptr == ptr
+    np.testing.assert_array_equal(out.get(), _ref_min_plus(a, b))
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        tout = torch.empty((5, 4), dtype=torch.int64, device="cuda")
+        tptr = tout.data_ptr()
+        got = tg.matmul(torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda(), "min_plus",
+                        out=tout, backend=backend)
+        assert got is tout and tout.data_ptr() == tptr
+        np.testing.assert_array_equal(tout.cpu().numpy(), _ref_min_plus(a, b))

@@ -205,8 +205,13 @@ class Backend:
         return view
 
     def _write_out(self, out: Any, view: Any, d: Any) -> Any:
-        """Copy the result once into ``out``'s memory (numpy, cupy or torch) and return ``out``."""
-        view[...] = _arrays.to_cupy(d) if _arrays.is_cupy(view) else _arrays.to_numpy(d)
+        """Copy the result once into ``out``'s memory (numpy, cupy or torch) and return ``out``.
+        A torch ``out`` is filled by ``out.copy_`` on the caller's stream, after the result is
+        handed over through DLPack (which orders torch's stream after our kernels)."""
+        if _arrays.is_torch(out):
+            out.copy_(_arrays.to_kind(d, (_arrays.TORCH, out.device)))
+        else:
+            view[...] = _arrays.to_cupy(d) if _arrays.is_cupy(view) else _arrays.to_numpy(d)
         return out
 
     # ---------------------------------------------------------------- packed boolean
