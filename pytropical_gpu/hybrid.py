@@ -260,12 +260,19 @@ def _shape2(x: Any) -> tuple[int, int]:
 
 
 def _gemm_size(a: Any, b: Any) -> int:
+    """batch * m * k * n under numpy's matmul rules (0 where the shapes are invalid: the backend
+    then raises with the real message)."""
     sa = tuple(getattr(a, "shape", np.shape(a)))
     sb = tuple(getattr(b, "shape", np.shape(b)))
-    if len(sa) < 2 or len(sb) < 2:
+    if not sa or not sb:
         return 0
-    batch = max(sa[0] if len(sa) == 3 else 1, sb[0] if len(sb) == 3 else 1)
-    return batch * sa[-2] * sa[-1] * sb[-1]
+    m, k = (1, sa[0]) if len(sa) == 1 else sa[-2:]
+    n = 1 if len(sb) == 1 else sb[-1]
+    try:
+        batch = int(np.prod(np.broadcast_shapes(sa[:-2], sb[:-2]), dtype=np.int64))
+    except ValueError:
+        return 0
+    return batch * int(m) * int(k) * int(n)
 
 
 def _dtype_name(x: Any) -> str:
