@@ -19,7 +19,7 @@ import numpy as np
 
 from . import _arrays
 from ._checks import int_arg
-from .backends import Backend, get_backend, probe
+from .backends import Backend, gemm_shapes, get_backend, probe
 from .backends._validate import recheck_handle
 from .backends.base import bundle_operands
 from .packed import PackedCols, PackedRows
@@ -189,9 +189,10 @@ class HybridContext:
     def matmul(self, a: Any, b: Any, semiring: str | Semiring = "max_plus", *, c: Any = None,
                out: Any = None, return_argmax: bool = False, backend: str | None = None) -> Any:
         """See :func:`pytropical_gpu.matmul`."""
-        be = self._choose(backend, "matmul", _gemm_size(a, b), a, b)
-        if backend is None and self.backend == "auto" and _dtype_name(a) not in be.gemm_dtypes:
-            be = get_backend("cpu")  # "auto" sends dtypes a GPU lacks (wgpu: 64-bit) to one that has them
+        be = self._choose(backend, "matmul", gemm_shapes.work_size(a, b), a, b)
+        if backend is None and self.backend == "auto" and \
+                gemm_shapes.dtype_name(a) not in be.gemm_dtypes:
+            be = get_backend("cpu")  # "auto" sends dtypes a GPU lacks (wgpu: 64-bit) to one with them
         return be.matmul(a, b, semiring, c=c, out=out, return_argmax=return_argmax)
 
     def pack_rows(self, a: Any, *, backend: str | None = None) -> PackedRows:
@@ -257,29 +258,6 @@ def _size(x: Any) -> int:
 def _shape2(x: Any) -> tuple[int, int]:
     s = tuple(getattr(x, "shape", np.shape(x)))
     return (s + (1, 1))[:2] if len(s) < 2 else s[-2:]  # type: ignore[return-value]
-
-
-def _gemm_size(a: Any, b: Any) -> int:
-    """batch * m * k * n under numpy's matmul rules (0 where the shapes are invalid: the backend
-    then raises with the real message)."""
-    sa = tuple(getattr(a, "shape", np.shape(a)))
-    sb = tuple(getattr(b, "shape", np.shape(b)))
-    if not sa or not sb:
-        return 0
-    m, k = (1, sa[0]) if len(sa) == 1 else sa[-2:]
-    n = 1 if len(sb) == 1 else sb[-1]
-    try:
-        batch = int(np.prod(np.broadcast_shapes(sa[:-2], sb[:-2]), dtype=np.int64))
-    except ValueError:
-        return 0
-    return batch * int(m) * int(k) * int(n)
-
-
-def _dtype_name(x: Any) -> str:
-    dt = getattr(x, "dtype", None)
-    if dt is None:
-        return np.asarray(x).dtype.name
-    return str(dt).removeprefix("torch.")
 
 
 def _tv_arrays(*vs: Any) -> list:

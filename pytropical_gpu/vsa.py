@@ -2,8 +2,7 @@
 
 A trit t ∈ {−1, 0, +1} is stored as bit ``pos`` (t = +1) and bit ``neg`` (t = −1), LSB first; tail
 bits past ``dim`` are zero and a bit set in both planes is invalid. Leading batch dimensions are
-allowed: ``pos.shape == (..., words)``. The operations (bind, bundle, dot, ...) live in the backends
-and are reached through the module-level verbs.
+allowed: ``pos.shape == (..., words)``. The operations live in the backends (verbs: vsa_api.py).
 """
 
 from __future__ import annotations
@@ -38,9 +37,8 @@ def _check_bits(pos: Any, neg: Any, dim: int) -> None:
 class TernaryVec:
     """A (batch of) ternary hypervector(s) stored as ``pos``/``neg`` uint32 bit planes.
 
-    Made by :meth:`from_array` or :meth:`random`; :meth:`to_array` gives trits (np.asarray raises).
-    Planes are validated here and by ``to_device``, then trusted: planes changed in place afterwards
-    give undefined results (re-validate with ``TernaryVec(v.pos, v.neg, v.dim)``).
+    Made by :meth:`from_array`/:meth:`random`; :meth:`to_array` gives trits (np.asarray raises).
+    Planes are validated here and by ``to_device``, then trusted (re-validate after in-place edits).
 
     Parameters
     ----------
@@ -52,7 +50,7 @@ class TernaryVec:
     Raises
     ------
     ValueError
-        A bit set in both planes, non-zero tail bits, a word count that does not match ``dim``.
+        A bit in both planes, non-zero tail bits, a word count that does not match ``dim``.
 
     Shapes:
         pos, neg: (*batch, ceil(dim/32)) uint32; ``.shape`` is (*batch, dim).
@@ -125,9 +123,8 @@ class TernaryVec:
 
     @classmethod
     def from_array(cls, trits: Any) -> TernaryVec:
-        """Pack an integer array of trits in {-1, 0, +1} (last axis = dim) into bit planes.
-
-        ``trits``: numpy, cupy, torch (CPU/CUDA) or ``__dlpack__`` integers (device in: cupy planes).
+        """Pack integer trits in {-1, 0, +1} (last axis = dim): numpy, cupy, torch (CPU/CUDA) or
+        ``__dlpack__`` input; device input gives cupy planes.
 
         >>> TernaryVec.from_array(np.array([[1, 0], [0, -1]], np.int8)).shape
         (2, 2)
@@ -146,8 +143,7 @@ class TernaryVec:
                              "(expected -1, 0 or +1)")
         return cls._trusted(_pack_bits(t > 0, xp), _pack_bits(t < 0, xp), t.shape[-1])
 
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        """Refused (numpy would build a meaningless object array): call :meth:`to_array`."""
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:  # no object arrays
         raise TypeError("TernaryVec is bit-packed, not an array: call .to_array() for the int8 trits "
                         "(or use .pos / .neg for the uint32 bit planes)")
 
@@ -167,8 +163,7 @@ class TernaryVec:
         """Random trits: non-zero with probability ``density``, then ±1 with equal odds.
 
         torchhd's ``random(num_vectors, dimensions)`` is ``random(dimensions, batch=num_vectors)``
-        here: ``dim`` comes first (one vector needs no count); ``batch`` also takes a tuple. ``seed``
-        goes to numpy's ``default_rng``; the planes are numpy.
+        here (``batch`` also takes a tuple); ``seed`` goes to numpy's ``default_rng``.
 
         >>> TernaryVec.random(10000, batch=3, seed=0).shape
         (3, 10000)
@@ -219,9 +214,6 @@ def _unpack_bits(words: Any, dim: int, xp: Any) -> Any:
 class SoftTernaryVec:
     """Saturating signed counters s ∈ [−(2^bits−1), 2^bits−1], stored bit-sliced (bits 1 to 31).
 
-    ``sign`` (*batch, words) marks negative counters; ``mag`` (bits, *batch, words) holds the
-    magnitude, plane j = bit j. Zero is stored with sign 0.
-
     Parameters
     ----------
     dim : int
@@ -232,7 +224,8 @@ class SoftTernaryVec:
         Leading batch shape.
 
     Shapes:
-        sign: (*batch, ceil(dim/32)); mag: (bits, *batch, ceil(dim/32)); ``to_array()``: (*batch, dim).
+        sign (*batch, W) marks negative counters (zero has sign 0); mag (bits, *batch, W) holds the
+        magnitude, plane j = bit j; W = ceil(dim/32); ``to_array()``: (*batch, dim).
 
     Examples
     --------

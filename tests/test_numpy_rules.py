@@ -219,8 +219,8 @@ def test_bad_out_is_refused_before_any_work(backend):
         tg.matmul(a, b, out=np.empty((4, 2), np.float32), backend=backend)
     with pytest.raises(ValueError, match="out has shape.*float64"):
         tg.matmul(a, b, out=np.empty((2, 4), np.float64), backend=backend)
-    with pytest.raises(TypeError, match="out must be a numpy array, a cupy array or a torch tensor, "
-                                        "got list"):
+    with pytest.raises(TypeError, match=r"out must be an array \(numpy, cupy or torch\) of shape "
+                                        r"\(2, 4\) and dtype float32, got a list"):
         tg.matmul(a, b, out=[[0.0] * 4] * 2, backend=backend)
     ro = np.zeros((2, 4), np.float32)
     ro.flags.writeable = False

@@ -56,7 +56,7 @@ def test_a_positional_threshold_says_it_is_keyword_only(backend, trits):
     v = TernaryVec.from_array(trits)
     with pytest.raises(TypeError, match="keyword-only"):
         tg.bundle(v, 2, backend=backend)
-    with pytest.raises(TypeError, match="vectors\\[1\\] must be a TernaryVec, got str"):
+    with pytest.raises(TypeError, match="vectors\\[1\\] must be a TernaryVec, got 'x'"):
         tg.bundle(v[0], "x", backend=backend)
 
 

@@ -121,3 +121,27 @@ def _drop(full: tuple[int, ...], a_vec: bool, b_vec: bool) -> tuple[int, ...]:
     if a_vec:
         s.pop(-2 if not b_vec else -1)
     return tuple(s)
+
+
+def work_size(a: Any, b: Any) -> int:
+    """batch * m * k * n under numpy's matmul rules (0 where the shapes are invalid: the backend
+    then raises with the real message)."""
+    sa = tuple(getattr(a, "shape", np.shape(a)))
+    sb = tuple(getattr(b, "shape", np.shape(b)))
+    if not sa or not sb:
+        return 0
+    m, k = (1, sa[0]) if len(sa) == 1 else sa[-2:]
+    n = 1 if len(sb) == 1 else sb[-1]
+    try:
+        batch = int(np.prod(np.broadcast_shapes(sa[:-2], sb[:-2]), dtype=np.int64))
+    except ValueError:
+        return 0
+    return batch * int(m) * int(k) * int(n)
+
+
+def dtype_name(x: Any) -> str:
+    """numpy's name of an operand's dtype (numpy, cupy, torch, resident, or a list)."""
+    dt = getattr(x, "dtype", None)
+    if dt is None:
+        return np.asarray(x).dtype.name
+    return str(dt).removeprefix("torch.")
