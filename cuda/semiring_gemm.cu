@@ -8,7 +8,8 @@
 //
 // Semantics (pytropical_gpu/semirings.py): guarded ⊗ under min/max ⊕, the zero is absorbing;
 // float NaN products (inf - inf, 0 * inf) count as the zero: fminf/fmaxf return the other operand
-// for a NaN and `better` is false for it. int32 plus saturates (add.sat.s32), int32 times wraps.
+// for a NaN and `better` is false for it. int32 plus saturates (add.sat.s32), int64 plus saturates
+// (overflow test on the wrapped sum), integer times wraps (as numpy's).
 // All offsets are 64-bit, so operands with more than 2^31 elements index correctly.
 
 namespace ptg {
@@ -28,6 +29,10 @@ template <> struct Lim<int> {
   __device__ __forceinline__ static int hi() { return 2147483647; }
   __device__ __forceinline__ static int lo() { return -2147483647 - 1; }
 };
+template <> struct Lim<long long> {
+  __device__ __forceinline__ static long long hi() { return 9223372036854775807LL; }
+  __device__ __forceinline__ static long long lo() { return -9223372036854775807LL - 1; }
+};
 
 __device__ __forceinline__ float vmin(float a, float b) { return fminf(a, b); }
 __device__ __forceinline__ float vmax(float a, float b) { return fmaxf(a, b); }
@@ -35,21 +40,36 @@ __device__ __forceinline__ double vmin(double a, double b) { return fmin(a, b); 
 __device__ __forceinline__ double vmax(double a, double b) { return fmax(a, b); }
 __device__ __forceinline__ int vmin(int a, int b) { return min(a, b); }
 __device__ __forceinline__ int vmax(int a, int b) { return max(a, b); }
+__device__ __forceinline__ long long vmin(long long a, long long b) { return a < b ? a : b; }
+__device__ __forceinline__ long long vmax(long long a, long long b) { return a > b ? a : b; }
 
 __device__ __forceinline__ int sat_add(int a, int b) {
   int r;
   asm("add.sat.s32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
   return r;
 }
+// int64 has no add.sat: wrap, then an overflow (operands of one sign, sum of the other) saturates
+__device__ __forceinline__ long long sat_add(long long a, long long b) {
+  const long long r = (long long)((unsigned long long)a + (unsigned long long)b);
+  if (((a ^ r) & (b ^ r)) < 0) return a < 0 ? Lim<long long>::lo() : Lim<long long>::hi();
+  return r;
+}
 __device__ __forceinline__ float plain_add(float a, float b) { return a + b; }
 __device__ __forceinline__ double plain_add(double a, double b) { return a + b; }
 __device__ __forceinline__ int plain_add(int a, int b) { return (int)((unsigned)a + (unsigned)b); }
+__device__ __forceinline__ long long plain_add(long long a, long long b) {
+  return (long long)((unsigned long long)a + (unsigned long long)b);
+}
 __device__ __forceinline__ float plain_mul(float a, float b) { return a * b; }
 __device__ __forceinline__ double plain_mul(double a, double b) { return a * b; }
 __device__ __forceinline__ int plain_mul(int a, int b) { return (int)((unsigned)a * (unsigned)b); }
+__device__ __forceinline__ long long plain_mul(long long a, long long b) {
+  return (long long)((unsigned long long)a * (unsigned long long)b);
+}
 
 // guarded ⊗: float plus needs no test (inf + x = inf; inf - inf = NaN is ignored by ⊕),
-// float times does (-inf * -1 must stay the zero), int32 always does.
+// float times does (-inf * -1 must stay the zero), int32 and int64 always do (the generic template:
+// INT_MIN/INT_MAX of the type is absorbing, checked before the saturating add).
 template <typename T> __device__ __forceinline__ T gplus(T a, T b, T z) {
   return (a == z || b == z) ? z : sat_add(a, b);
 }
@@ -172,6 +192,7 @@ PTG_V4_32(float, float4)
 PTG_V4_32(int, int4)
 PTG_V4_32(unsigned, uint4)
 PTG_V4_64(double, double2)
+PTG_V4_64(long long, longlong2)
 PTG_V4_64(unsigned long long, ulonglong2)
 #undef PTG_V4_32
 #undef PTG_V4_64

@@ -5,34 +5,21 @@
 array([[6]], dtype=int32)
 """
 
-from .api import (
-    andor_matmul,
-    bind,
-    bundle,
-    cosine,
-    cosine_similarity,
-    default_context,
-    dot,
-    dot_similarity,
-    matmul,
-    pack_cols,
-    pack_rows,
-    permute,
-    search,
-    unbind,
-)
+from .api import andor_matmul, default_context, matmul, pack_cols, pack_rows
 from .backends import available_backends, get_backend
 from .errors import BackendUnavailableError
 from .hybrid import HybridContext
 from .packed import PackedCols, PackedRows
 from .semirings import Semiring, get_semiring, semiring_names
+from .similarity import cosine, cosine_similarity, dot, dot_similarity, search
 from .vsa import SoftTernaryVec, TernaryVec
+from .vsa_api import bind, bundle, multiset, permute, unbind
 
-__version__ = "0.1.0"
+__version__ = "0.1.0"  # the one version source: pyproject.toml reads it (hatch dynamic version)
 
 __all__ = [
     "BackendUnavailableError", "HybridContext", "PackedCols", "PackedRows", "Semiring",
     "SoftTernaryVec", "TernaryVec", "andor_matmul", "available_backends", "bind", "bundle", "cosine",
     "cosine_similarity", "default_context", "dot", "dot_similarity", "get_backend", "get_semiring",
-    "matmul", "pack_cols", "pack_rows", "permute", "search", "semiring_names", "unbind",
+    "matmul", "multiset", "pack_cols", "pack_rows", "permute", "search", "semiring_names", "unbind",
 ]

@@ -1,10 +1,11 @@
-"""Module-level verbs: thin functions that pick a backend (``backend=``, ``PYTROPICAL_BACKEND`` or the
-default HybridContext) and call its method of the same name and signature."""
+"""Module-level verbs for semiring GEMM and packed boolean products: thin functions that pick a
+backend (``backend=``, ``PYTROPICAL_BACKEND`` or the default HybridContext) and call its method of
+the same name and signature. The VSA verbs are in :mod:`pytropical_gpu.vsa_api` and
+:mod:`pytropical_gpu.similarity`."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from typing import Any, Literal
 
 from numpy.typing import ArrayLike
@@ -13,14 +14,30 @@ from .backends import Backend, get_backend
 from .hybrid import HybridContext
 from .packed import PackedCols, PackedRows
 from .semirings import Semiring, SemiringName
-from .vsa import TernaryVec
 
 BackendArg = Literal["cpu", "wgpu", "cuda"] | None
 _default: HybridContext | None = None
 
 
 def default_context() -> HybridContext:
-    """The process-wide HybridContext the module functions use."""
+    """The process-wide HybridContext the module functions use.
+
+    Created on first use with ``backend="auto"``; module functions given ``backend=`` (or run
+    with ``PYTROPICAL_BACKEND`` set) still go through it, pinned to that backend.
+
+    Returns
+    -------
+    HybridContext
+        The same object on every call.
+
+    Shapes:
+        not applicable (returns a context object).
+
+    Examples
+    --------
+    >>> default_context() is default_context()
+    True
+    """
     global _default
     if _default is None:
         _default = HybridContext()
@@ -43,114 +60,163 @@ def _ctx_backend(backend: str | None) -> str | None:
 def matmul(a: ArrayLike, b: ArrayLike, semiring: SemiringName | Semiring = "max_plus", *,
            c: ArrayLike | None = None, out: Any = None, return_argmax: bool = False,
            backend: BackendArg = None) -> Any:
-    """Semiring matrix product ``D = c ⊕ (a ⊗ b)``.
+    """Semiring matrix product ``D = c ⊕ (a ⊗ b)``, with numpy's ``matmul`` shape rules.
+
+    ``D[..., i, j] = ⊕_k a[..., i, k] ⊗ b[..., k, j]``: ``max_plus`` gives longest paths,
+    ``min_plus`` shortest paths, ``lor_land`` reachability. Results equal numpy's bit for bit.
 
     Parameters
     ----------
     a, b : array_like
-        (m, k) or (batch, m, k) and (k, n) or (batch, k, n); a batch of 1 broadcasts.
+        numpy, cupy or torch arrays, or anything with ``__dlpack__`` or ``__array__`` (views
+        such as ``a.T`` are fine). Same dtype: float32, int32 everywhere; float64, int64 on cpu
+        and cuda; bool for ``lor_land``/``lxor_land``; uint32/uint64 for the bitwise semirings.
     semiring : str or Semiring
         python-graphblas name (``"min_plus"``, ``"max_plus"``, ``"lor_land"``, ...) or an object.
     c : array_like, optional
-        Epilogue operand: the result is ``c ⊕ (a ⊗ b)``.
+        Epilogue operand, broadcast against the result: ``D = c ⊕ (a ⊗ b)``.
     out : array, optional
-        Write the result here (numpy or cupy, right shape and dtype).
+        numpy array, cupy array or torch tensor of the result's shape and dtype, written in place
+        and returned (the very same object).
     return_argmax : bool
-        Also return the int32 k* attaining the ⊕ (smallest k on ties; -1 where no term improves on
-        the zero or on ``c``). Only for min/max-based semirings.
+        Also return the int32 k* attaining the ⊕ (smallest k on ties; -1 where no term improves
+        on the zero or on ``c``). Only for min/max-based semirings.
     backend : "cpu" | "wgpu" | "cuda" | None
-        None: the default HybridContext decides by size.
+        None: the default HybridContext decides by size (and dtype).
 
     Returns
     -------
-    D, or (D, argmax): same array kind as the inputs.
+    D or (D, argmax)
+        The same array kind as the inputs (numpy, cupy, torch on the inputs' device).
 
     Raises
     ------
     ValueError
-        Shapes not aligned, NaN in an input, argmax on a non-selective semiring.
+        Shapes not aligned or batch dimensions not broadcastable, NaN in an input, ``out`` of the
+        wrong shape/dtype, argmax on a non-selective semiring.
     TypeError
-        Mixed or unsupported dtypes.
+        Mixed or unsupported dtypes (wgpu and 64-bit types: the message names the cast), ``out``
+        not an array.
 
     Shapes:
-        a: (m, k) or (B, m, k); b: (k, n) or (B, k, n); result (m, n) or (B, m, n).
+        a: (..., m, k) or (k,); b: (..., k, n) or (k,); c broadcasts to the result;
+        result: broadcast(a[..., :-2], b[..., :-2]) + (m, n), minus the axis of a 1-D operand.
 
+    Examples
+    --------
     >>> import numpy as np
     >>> matmul(np.array([[0., 1.]]), np.array([[2.], [0.]]), "min_plus", backend="cpu")
     array([[1.]])
+    >>> matmul(np.array([0, 1]), np.array([[2, 5], [0, 0]]), "max_plus", backend="cpu")
+    array([2, 5])
     """
     return default_context().matmul(a, b, semiring, c=c, out=out, return_argmax=return_argmax,
                                     backend=_ctx_backend(backend))
 
 
 def pack_rows(a: ArrayLike, *, backend: BackendArg = None) -> PackedRows:
-    """Pack a bool (m, k) matrix along k, 32 per uint32 (LSB first, zero tail)."""
+    """Pack a bool (m, k) matrix along k, 32 per uint32 (LSB first, zero tail).
+
+    Pack once and pass the handle to :func:`andor_matmul` many times.
+
+    Parameters
+    ----------
+    a : array_like of bool
+        The left operand of a boolean product.
+    backend : "cpu" | "wgpu" | "cuda" | None
+        Where to pack (None: by size).
+
+    Returns
+    -------
+    PackedRows
+        ``words`` of the input's array kind.
+
+    Raises
+    ------
+    ValueError
+        ``a`` is not 2-D.
+    TypeError
+        ``a`` is not bool.
+
+    Shapes:
+        a: (m, k) bool -> words: (m, ceil(k / 32)) uint32.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> pack_rows(np.array([[True, False, True]]), backend="cpu").words
+    array([[5]], dtype=uint32)
+    """
     return default_context().pack_rows(a, backend=_ctx_backend(backend))
 
 
 def pack_cols(b: ArrayLike, *, backend: BackendArg = None) -> PackedCols:
-    """Pack a bool (k, n) matrix along k per column, 32 per uint32."""
+    """Pack a bool (k, n) matrix along k per column, 32 per uint32 (LSB first, zero tail).
+
+    Parameters
+    ----------
+    b : array_like of bool
+        The right operand of a boolean product.
+    backend : "cpu" | "wgpu" | "cuda" | None
+        Where to pack (None: by size).
+
+    Returns
+    -------
+    PackedCols
+        ``words`` of the input's array kind.
+
+    Raises
+    ------
+    ValueError
+        ``b`` is not 2-D.
+    TypeError
+        ``b`` is not bool.
+
+    Shapes:
+        b: (k, n) bool -> words: (n, ceil(k / 32)) uint32.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> pack_cols(np.array([[True], [True]]), backend="cpu").words
+    array([[3]], dtype=uint32)
+    """
     return default_context().pack_cols(b, backend=_ctx_backend(backend))
 
 
 def andor_matmul(a: ArrayLike | PackedRows, b: ArrayLike | PackedCols, *,
                  backend: BackendArg = None) -> Any:
-    """Boolean product: ``out[i, j] = any(a[i, :] & b[:, j])``; bool arrays or packed handles.
+    """Boolean product ``out[i, j] = any(a[i, :] & b[:, j])`` on bit-packed words.
 
+    Parameters
+    ----------
+    a : array_like of bool or PackedRows
+        Left operand, packed by :func:`pack_rows` if given as bools.
+    b : array_like of bool or PackedCols
+        Right operand, packed by :func:`pack_cols` if given as bools.
+    backend : "cpu" | "wgpu" | "cuda" | None
+        None: by size.
+
+    Returns
+    -------
+    array of bool
+        The input's array kind; all False when k == 0.
+
+    Raises
+    ------
+    ValueError
+        k of ``a`` and ``b`` differ.
+    TypeError
+        Handles swapped (a PackedCols as ``a``), or non-bool arrays.
+
+    Shapes:
+        a: (m, k), b: (k, n) -> (m, n).
+
+    Examples
+    --------
     >>> import numpy as np
     >>> andor_matmul(np.eye(2, dtype=bool), np.array([[0, 1], [0, 0]], bool), backend="cpu")
     array([[False,  True],
            [False, False]])
     """
     return default_context().andor_matmul(a, b, backend=_ctx_backend(backend))
-
-
-def bind(a: TernaryVec, b: TernaryVec, *, backend: BackendArg = None) -> TernaryVec:
-    """Elementwise product of trits (torchhd ``bind``); batch dimensions broadcast."""
-    return default_context().bind(a, b, backend=_ctx_backend(backend))
-
-
-def unbind(a: TernaryVec, b: TernaryVec, *, backend: BackendArg = None) -> TernaryVec:
-    """Inverse of bind, which for trits is bind itself."""
-    return default_context().unbind(a, b, backend=_ctx_backend(backend))
-
-
-def bundle(vs: TernaryVec | Sequence[TernaryVec], threshold: int = 1, *,
-           backend: BackendArg = None) -> TernaryVec:
-    """Exact per-element majority: sign(Σ v) where |Σ v| >= threshold, else 0.
-
-    ``vs`` is a sequence of TernaryVec or one batched TernaryVec whose leading dimension holds the
-    vectors (torchhd ``multiset``).
-    """
-    return default_context().bundle(vs, threshold, backend=_ctx_backend(backend))
-
-
-def dot(a: TernaryVec, b: TernaryVec, *, backend: BackendArg = None) -> Any:
-    """Exact dot product (int); batched: int64 array of shape a.batch_shape + b.batch_shape.
-
-    >>> import numpy as np
-    >>> v = TernaryVec.from_array(np.array([1, -1, 0], np.int8))
-    >>> dot(v, v, backend="cpu")
-    2
-    """
-    return default_context().dot(a, b, backend=_ctx_backend(backend))
-
-
-def cosine(a: TernaryVec, b: TernaryVec, *, backend: BackendArg = None) -> Any:
-    """Cosine similarity: dot / sqrt(nnz(a) nnz(b)), 0.0 for an all-zero vector."""
-    return default_context().cosine(a, b, backend=_ctx_backend(backend))
-
-
-def permute(a: TernaryVec, shifts: int = 1, *, backend: BackendArg = None) -> TernaryVec:
-    """Cyclic shift: trit i moves to (i + shifts) mod dim (torchhd ``permute``, torch.roll)."""
-    return default_context().permute(a, shifts, backend=_ctx_backend(backend))
-
-
-def search(query: TernaryVec, memory: TernaryVec, k: int = 1, *,
-           backend: BackendArg = None) -> tuple[Any, Any]:
-    """Item-memory cleanup: indices and dot scores of the k rows of ``memory`` nearest ``query``."""
-    return default_context().search(query, memory, k, backend=_ctx_backend(backend))
-
-
-dot_similarity = dot
-cosine_similarity = cosine

@@ -4,7 +4,26 @@ from __future__ import annotations
 
 
 class BackendUnavailableError(RuntimeError):
-    """A backend was asked for but cannot run here; the message says why (no adapter, no cupy, ...)."""
+    """A backend was asked for but cannot run here; the message says why (no adapter, no cupy, ...).
+
+    A ``RuntimeError``, so existing ``except RuntimeError`` handlers keep working.
+
+    Parameters
+    ----------
+    name : str
+        The backend asked for (``"wgpu"``, ``"cuda"``); kept as ``.backend``.
+    reason : str
+        Why it cannot run (what its probe found); kept as ``.reason``.
+
+    Shapes:
+        not applicable.
+
+    Examples
+    --------
+    >>> e = BackendUnavailableError("cuda", "cupy is not installed")
+    >>> str(e), isinstance(e, RuntimeError)
+    ("backend 'cuda' is unavailable: cupy is not installed", True)
+    """
 
     def __init__(self, name: str, reason: str):
         self.backend = name

@@ -19,8 +19,9 @@ import numpy as np
 
 from . import _arrays
 from ._checks import int_arg
-from .backends import Backend, get_backend, probe
+from .backends import Backend, gemm_shapes, get_backend, probe
 from .backends._validate import recheck_handle
+from .backends.base import bundle_operands
 from .packed import PackedCols, PackedRows
 from .semirings import Semiring
 from .vsa import TernaryVec
@@ -59,6 +60,20 @@ class HybridContext:
     cpu_threshold : int, optional
         One crossover (work items) for every operation; default: per-operation table.
 
+    Methods are the module functions (``ctx.matmul``, ``ctx.bundle``, ...) with one signature.
+
+    Raises
+    ------
+    ValueError
+        An unknown backend name.
+    BackendUnavailableError
+        A pinned backend that cannot run here.
+
+    Shapes:
+        as the module functions (see :func:`pytropical_gpu.matmul`).
+
+    Examples
+    --------
     >>> ctx = HybridContext(backend="cpu")
     >>> ctx.route("matmul", 10**9)
     'cpu'
@@ -174,7 +189,10 @@ class HybridContext:
     def matmul(self, a: Any, b: Any, semiring: str | Semiring = "max_plus", *, c: Any = None,
                out: Any = None, return_argmax: bool = False, backend: str | None = None) -> Any:
         """See :func:`pytropical_gpu.matmul`."""
-        be = self._choose(backend, "matmul", _gemm_size(a, b), a, b)
+        be = self._choose(backend, "matmul", gemm_shapes.work_size(a, b), a, b)
+        if backend is None and self.backend == "auto" and \
+                gemm_shapes.dtype_name(a) not in be.gemm_dtypes:
+            be = get_backend("cpu")  # "auto" sends dtypes a GPU lacks (wgpu: 64-bit) to one with them
         return be.matmul(a, b, semiring, c=c, out=out, return_argmax=return_argmax)
 
     def pack_rows(self, a: Any, *, backend: str | None = None) -> PackedRows:
@@ -195,11 +213,17 @@ class HybridContext:
     def unbind(self, a: TernaryVec, b: TernaryVec, *, backend: str | None = None) -> TernaryVec:
         return self._choose(backend, "bind", _tv_size(a, b), *_tv_arrays(a, b)).unbind(a, b)
 
-    def bundle(self, vs: TernaryVec | Sequence[TernaryVec], threshold: int = 1, *,
+    def bundle(self, *vectors: TernaryVec | Sequence[TernaryVec], threshold: int = 1,
                backend: str | None = None) -> TernaryVec:
-        items = [vs] if isinstance(vs, TernaryVec) else list(vs)
+        vs = bundle_operands(vectors)
+        items = [vs] if isinstance(vs, TernaryVec) else vs
         be = self._choose(backend, "bundle", _tv_size(*items), *_tv_arrays(*items))
-        return be.bundle(vs if isinstance(vs, TernaryVec) else items, threshold)
+        return be.bundle(vs, threshold=threshold)
+
+    def multiset(self, batched: TernaryVec, *, threshold: int = 1,
+                 backend: str | None = None) -> TernaryVec:
+        be = self._choose(backend, "bundle", _tv_size(batched), *_tv_arrays(batched))
+        return be.multiset(batched, threshold=threshold)
 
     def dot(self, a: TernaryVec, b: TernaryVec, *, backend: str | None = None) -> Any:
         return self._choose(backend, "dot", _tv_size(a, b), *_tv_arrays(a, b)).dot(a, b)
@@ -234,15 +258,6 @@ def _size(x: Any) -> int:
 def _shape2(x: Any) -> tuple[int, int]:
     s = tuple(getattr(x, "shape", np.shape(x)))
     return (s + (1, 1))[:2] if len(s) < 2 else s[-2:]  # type: ignore[return-value]
-
-
-def _gemm_size(a: Any, b: Any) -> int:
-    sa = tuple(getattr(a, "shape", np.shape(a)))
-    sb = tuple(getattr(b, "shape", np.shape(b)))
-    if len(sa) < 2 or len(sb) < 2:
-        return 0
-    batch = max(sa[0] if len(sa) == 3 else 1, sb[0] if len(sb) == 3 else 1)
-    return batch * sa[-2] * sa[-1] * sb[-1]
 
 
 def _tv_arrays(*vs: Any) -> list:

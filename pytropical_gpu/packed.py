@@ -56,7 +56,24 @@ class _Packed:
 
 @dataclass(frozen=True, eq=False)
 class PackedRows(_Packed):
-    """A bool (m, k) matrix packed along k: ``words`` has shape (m, ceil(k/32)) uint32."""
+    """A bool (m, k) matrix packed along k (from :func:`pytropical_gpu.pack_rows`).
+
+    Parameters
+    ----------
+    words : array
+        uint32 words, LSB first, zero tail (numpy, cupy or resident).
+    k : int
+        The number of bool columns packed.
+
+    Shapes:
+        words: (m, ceil(k / 32)) uint32; ``.shape`` is (m, k).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> PackedRows(np.array([[5]], np.uint32), 3).shape
+    (1, 3)
+    """
 
     words: Any
     k: int
@@ -68,7 +85,24 @@ class PackedRows(_Packed):
 
 @dataclass(frozen=True, eq=False)
 class PackedCols(_Packed):
-    """A bool (k, n) matrix packed along k per column: ``words`` has shape (n, ceil(k/32)) uint32."""
+    """A bool (k, n) matrix packed along k per column (from :func:`pytropical_gpu.pack_cols`).
+
+    Parameters
+    ----------
+    words : array
+        uint32 words, one row per column of the matrix, LSB first, zero tail.
+    k : int
+        The number of bool rows packed.
+
+    Shapes:
+        words: (n, ceil(k / 32)) uint32; ``.shape`` is (k, n).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> PackedCols(np.array([[3], [1]], np.uint32), 2).shape
+    (2, 2)
+    """
 
     words: Any
     k: int

@@ -3,13 +3,14 @@
 Every builtin semiring has one precise scalar semantics, implemented here in numpy (the reference)
 and re-implemented by each GPU backend from the operator names (``add_op``, ``mul_op``):
 
-* ``min``/``max`` based ⊕ over float: the zero is ±inf; over int32 it is INT_MAX/INT_MIN.
+* ``min``/``max`` based ⊕ over float: the zero is ±inf; over int32/int64 it is INT_MAX/INT_MIN of
+  the dtype.
 * "guarded" ⊗ (``plus`` or ``times`` under a min/max ⊕): if either operand equals the semiring zero
   the product is the zero (absorbing: ``inf + x = inf``, ``INT_MIN ⊗ x = INT_MIN``). Otherwise the
   float result is IEEE ``a + b`` / ``a * b`` with a NaN result (``-inf * 0``, ``inf + -inf``)
-  replaced by the zero; int32 ``plus`` saturates to [INT_MIN, INT_MAX] (no wrap-around) and int32
-  ``times`` wraps like numpy's int32 multiply.
-* ``plus_times`` is ordinary arithmetic (numpy's: int32 wraps, floats IEEE).
+  replaced by the zero; integer ``plus`` saturates to [INT_MIN, INT_MAX] (no wrap-around) and
+  integer ``times`` wraps like numpy's multiply (int32 and int64 alike).
+* ``plus_times`` is ordinary arithmetic (numpy's: integers wrap, floats IEEE).
 * boolean ⊕/⊗ are logical; ``bor``/``bxor``/``band`` are bitwise on unsigned words.
 
 A user-defined :class:`Semiring` carries numpy ufuncs (cpu) plus WGSL and CUDA expressions in the
@@ -33,7 +34,7 @@ SemiringName = Literal[
 ]
 
 _FLOATS = ("float32", "float64")
-_NUMERIC = ("float32", "float64", "int32")
+_NUMERIC = ("float32", "float64", "int32", "int64")
 
 
 @dataclass(frozen=True, eq=False)
@@ -57,6 +58,9 @@ class Semiring:
     selective : bool
         ⊕ always returns one of its operands (min/max): enables ``return_argmax``.
 
+    Shapes:
+        not applicable (a semiring is scalar semantics; :func:`pytropical_gpu.matmul` has shapes).
+
     Examples
     --------
     >>> import numpy as np
@@ -71,7 +75,7 @@ class Semiring:
     mul: Callable[..., Any]
     zero: Any
     one: Any
-    dtypes: tuple[str, ...] = ("float32", "float64", "int32")
+    dtypes: tuple[str, ...] = ("float32", "float64", "int32", "int64")
     wgsl_add: str | None = None
     wgsl_mul: str | None = None
     cuda_add: str | None = None
@@ -185,13 +189,47 @@ _builtin("bxor_band", np.bitwise_xor, np.bitwise_and, 0, True, ("uint32", "uint6
 
 
 def semiring_names() -> list[str]:
-    """All registered names, aliases included, sorted."""
+    """All registered names, aliases included, sorted.
+
+    Returns
+    -------
+    list of str
+
+    Shapes:
+        not applicable.
+
+    Examples
+    --------
+    >>> "tropical" in semiring_names() and "min_plus" in semiring_names()
+    True
+    """
     return sorted(_REGISTRY)
 
 
 def get_semiring(semiring: str | Semiring) -> Semiring:
     """Resolve a name, alias or :class:`Semiring` object.
 
+    Parameters
+    ----------
+    semiring : str or Semiring
+        A registered name or alias (python-graphblas style), or an object (returned as is).
+
+    Returns
+    -------
+    Semiring
+
+    Raises
+    ------
+    ValueError
+        An unknown name (the message lists the known ones).
+    TypeError
+        Neither a string nor a Semiring.
+
+    Shapes:
+        not applicable.
+
+    Examples
+    --------
     >>> get_semiring("tropical").name
     'max_plus'
     """

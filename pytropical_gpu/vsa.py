@@ -2,8 +2,7 @@
 
 A trit t ∈ {−1, 0, +1} is stored as bit ``pos`` (t = +1) and bit ``neg`` (t = −1), LSB first; tail
 bits past ``dim`` are zero and a bit set in both planes is invalid. Leading batch dimensions are
-allowed: ``pos.shape == (..., words)``. The operations (bind, bundle, dot, ...) live in the backends
-and are reached through the module-level verbs.
+allowed: ``pos.shape == (..., words)``. The operations live in the backends (verbs: vsa_api.py).
 """
 
 from __future__ import annotations
@@ -38,14 +37,26 @@ def _check_bits(pos: Any, neg: Any, dim: int) -> None:
 class TernaryVec:
     """A (batch of) ternary hypervector(s) stored as ``pos``/``neg`` uint32 bit planes.
 
+    Made by :meth:`from_array`/:meth:`random`; :meth:`to_array` gives trits (np.asarray raises).
+    Planes are validated here and by ``to_device``, then trusted (re-validate after in-place edits).
+
+    Parameters
+    ----------
+    pos, neg : array
+        uint32 planes (numpy or cupy): bit i of word w is trit 32 w + i; tail bits zero.
+    dim : int
+        Trits per vector.
+
+    Raises
+    ------
+    ValueError
+        A bit in both planes, non-zero tail bits, a word count that does not match ``dim``.
+
     Shapes:
-        pos, neg: (*batch, ceil(dim/32)) uint32
+        pos, neg: (*batch, ceil(dim/32)) uint32; ``.shape`` is (*batch, dim).
 
-    Planes given to the constructor are validated (uint32 arrays, no bit in both planes, zero tail
-    bits); ``to_device`` validates them again. Operations trust a vector's planes as validated then:
-    planes changed in place afterwards give undefined results (re-validate with
-    ``TernaryVec(v.pos, v.neg, v.dim)``).
-
+    Examples
+    --------
     >>> v = TernaryVec.from_array(np.array([1, 0, -1, 1], dtype=np.int8))
     >>> v.to_array().tolist(), v.dim
     ([1, 0, -1, 1], 4)
@@ -112,9 +123,16 @@ class TernaryVec:
 
     @classmethod
     def from_array(cls, trits: Any) -> TernaryVec:
-        """Pack an int array of trits in {-1, 0, +1} (last axis = dim). cupy in, cupy planes."""
+        """Pack integer trits in {-1, 0, +1} (last axis = dim): numpy, cupy, torch (CPU/CUDA) or
+        ``__dlpack__`` input; device input gives cupy planes.
+
+        >>> TernaryVec.from_array(np.array([[1, 0], [0, -1]], np.int8)).shape
+        (2, 2)
+        """
+        if _arrays.is_device(trits):
+            trits = _arrays.to_cupy(trits, "TernaryVec.from_array")
         xp = _arrays.xp_of(trits)
-        t = trits if xp is not np else np.asarray(trits)
+        t = trits if xp is not np else _arrays.to_numpy(trits, "TernaryVec.from_array")
         if t.ndim < 1:
             raise ValueError("TernaryVec.from_array: expected at least 1-D, got a scalar")
         if t.dtype.kind not in "iub":
@@ -125,8 +143,12 @@ class TernaryVec:
                              "(expected -1, 0 or +1)")
         return cls._trusted(_pack_bits(t > 0, xp), _pack_bits(t < 0, xp), t.shape[-1])
 
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:  # no object arrays
+        raise TypeError("TernaryVec is bit-packed, not an array: call .to_array() for the int8 trits "
+                        "(or use .pos / .neg for the uint32 bit planes)")
+
     def to_array(self) -> Any:
-        """The trits as an int8 array of shape ``batch_shape + (dim,)``."""
+        """The trits as an int8 array of shape ``batch_shape + (dim,)`` (cupy for cupy planes)."""
         xp = _arrays.xp_of(self.pos)
         pos, neg = self.pos, self.neg
         if _arrays.is_wgpu(pos):
@@ -138,7 +160,14 @@ class TernaryVec:
     @classmethod
     def random(cls, dim: int, density: float = 1.0, seed: Any = None,
                batch: tuple[int, ...] | int = ()) -> TernaryVec:
-        """Random trits: non-zero with probability ``density``, then ±1 with equal odds."""
+        """Random trits: non-zero with probability ``density``, then ±1 with equal odds.
+
+        torchhd's ``random(num_vectors, dimensions)`` is ``random(dimensions, batch=num_vectors)``
+        here (``batch`` also takes a tuple); ``seed`` goes to numpy's ``default_rng``.
+
+        >>> TernaryVec.random(10000, batch=3, seed=0).shape
+        (3, 10000)
+        """
         if isinstance(density, (bool, np.bool_)) or not isinstance(density, (int, float, np.number)):
             raise TypeError(f"TernaryVec.random: density must be a number in [0, 1], got {density!r}")
         if not 0.0 <= float(density) <= 1.0:
@@ -185,9 +214,21 @@ def _unpack_bits(words: Any, dim: int, xp: Any) -> Any:
 class SoftTernaryVec:
     """Saturating signed counters s ∈ [−(2^bits−1), 2^bits−1], stored bit-sliced (bits 1 to 31).
 
-    ``sign`` (*batch, words) marks negative counters; ``mag`` (bits, *batch, words) holds the
-    magnitude, plane j = bit j. Zero is stored with sign 0.
+    Parameters
+    ----------
+    dim : int
+        Counters per vector.
+    bits : int
+        Magnitude bits: counters saturate at ±(2^bits − 1).
+    batch : int or tuple of int, keyword-only
+        Leading batch shape.
 
+    Shapes:
+        sign (*batch, W) marks negative counters (zero has sign 0); mag (bits, *batch, W) holds the
+        magnitude, plane j = bit j; W = ceil(dim/32); ``to_array()``: (*batch, dim).
+
+    Examples
+    --------
     >>> s = SoftTernaryVec(5, bits=2)
     >>> h = TernaryVec.from_array(np.array([1, -1, 0, 1, 1], dtype=np.int8))
     >>> _ = s.accumulate(h, backend="cpu"); _ = s.accumulate(h, backend="cpu")

@@ -127,7 +127,7 @@ CASES = [
     ("out of the wrong dtype", mm(f32(2, 3), f32(3, 4), out=np.empty((2, 4), np.float64)),
      ValueError, "dtype float64"),
     ("out given as a list", mm(f32(2, 2), f32(2, 2), out=[[0, 0], [0, 0]]), TypeError,
-     "out must be an array (numpy or cupy) of shape (2, 2) and dtype float32, got a list"),
+     "out must be an array (numpy, cupy or torch) of shape (2, 2) and dtype float32, got a list"),
     ("c of the wrong shape", mm(f32(2, 3), f32(3, 4), c=f32(3, 3)), ValueError,
      "c has shape (3, 3)"),
     ("c of the wrong dtype", mm(f32(2, 3), f32(3, 4), c=np.ones((2, 4), np.float64)), TypeError,

@@ -166,3 +166,61 @@ def test_installed_wheel_runs_a_wgsl_kernel(installed, tmp_path):
         if "wgpu" in os.environ.get("PYTROPICAL_REQUIRE", ""):
             pytest.fail(f"wgpu required but unavailable: {got['reason']}")
         pytest.skip(f"wgpu unavailable: {got['reason']}")
+
+
+# ------------------------------------------------------------------------------ metadata
+def _metadata(wheel: Path) -> list[tuple[str, str]]:
+    z = zipfile.ZipFile(wheel)
+    name = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+    head = z.read(name).decode().split("\n\n", 1)[0]
+    return [tuple(line.split(": ", 1)) for line in head.splitlines() if ": " in line]
+
+
+def test_wheel_carries_the_mit_license(wheel):
+    z = zipfile.ZipFile(wheel)
+    lic = [n for n in z.namelist() if n.endswith(".dist-info/licenses/LICENSE")]
+    assert lic, "LICENSE is not in the wheel's dist-info"
+    text = z.read(lic[0]).decode()
+    assert text.startswith("MIT License") and "2026 pytropical_gpu contributors" in text
+    assert text == (ROOT / "LICENSE").read_text()
+    meta = dict(_metadata(wheel))
+    assert meta.get("License-Expression") == "MIT"
+
+
+def test_one_version_source(wheel):
+    """pyproject has no version of its own: the wheel's is the package's ``__version__``."""
+    import re
+
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert not re.search(r"(?m)^version\s*=", pyproject), "a second version literal in pyproject"
+    assert re.search(r'(?m)^dynamic\s*=\s*\[[^]]*"version"', pyproject)
+    init = (ROOT / "pytropical_gpu" / "__init__.py").read_text()
+    version = re.search(r'(?m)^__version__\s*=\s*"([^"]+)"', init).group(1)
+    assert dict(_metadata(wheel))["Version"] == version
+    assert wheel.name.split("-")[1] == version
+
+
+def test_classifiers_dependencies_and_extras(wheel):
+    meta = _metadata(wheel)
+    classifiers = {v for k, v in meta if k == "Classifier"}
+    for minor in (10, 11, 12, 13):
+        assert f"Programming Language :: Python :: 3.{minor}" in classifiers
+    assert "Typing :: Typed" in classifiers
+    assert any(k == "Project-URL" for k, _ in meta)
+    requires = [v for k, v in meta if k == "Requires-Dist"]
+    plain = {r.split(";")[0].split(">")[0].split("=")[0].split("<")[0].strip() for r in requires
+             if "extra ==" not in r}
+    assert {"numpy", "jinja2", "wgpu", "platformdirs"} <= plain, plain
+    assert not any(r.startswith("rich") for r in requires), "rich is declared but nothing imports it"
+    # torch only as an extra, pinned to the one build CI has locally (never a bare 'torch')
+    torch_reqs = [r for r in requires if r.startswith("torch")]
+    assert torch_reqs and all("==2.13.0" in r and "extra == 'torch'" in r for r in torch_reqs), \
+        torch_reqs
+
+
+def test_nothing_imports_rich_and_platformdirs_is_declared():
+    """Declared dependencies follow the imports: platformdirs (hybrid.py) yes, rich no."""
+    sources = "\n".join(p.read_text() for p in (ROOT / "pytropical_gpu").rglob("*.py"))
+    sources += "\n".join(p.read_text() for p in (ROOT / "benchmarks").glob("*.py"))
+    assert "import rich" not in sources and "from rich" not in sources
+    assert "import platformdirs" in sources

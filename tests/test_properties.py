@@ -47,7 +47,7 @@ trit_rows = st.integers(1, 70).flatmap(
 @given(x=trit_rows, threshold=st.integers(0, 4), shift=st.integers(-100, 100))
 def test_vsa_property(backend, x, threshold, shift):
     v = TernaryVec.from_array(x)
-    np.testing.assert_array_equal(tg.bundle(v, threshold, backend=backend).to_array(),
+    np.testing.assert_array_equal(tg.bundle(v, threshold=threshold, backend=backend).to_array(),
                                   ref_bundle(x, threshold))
     np.testing.assert_array_equal(tg.bind(v, v[0], backend=backend).to_array(), x * x[0])
     np.testing.assert_array_equal(tg.dot(v, v, backend=backend), x.astype(np.int64) @ x.T)

@@ -62,7 +62,7 @@ def test_bundle_is_exact_per_element(backend, rng, nvec, threshold):
     if nvec >= 2:
         x[:, 1] = np.resize([1, -1], nvec)  # a column that ties (0 or 1)
     want = ref_bundle(x, threshold)
-    stacked = tg.bundle(TernaryVec.from_array(x), threshold, backend=backend)
+    stacked = tg.bundle(TernaryVec.from_array(x), threshold=threshold, backend=backend)
     np.testing.assert_array_equal(stacked.to_array(), want)
     listed = tg.bundle([TernaryVec.from_array(r) for r in x], threshold=threshold, backend=backend)
     np.testing.assert_array_equal(listed.to_array(), want)
@@ -77,8 +77,8 @@ def test_bundle_keeps_trailing_batch_dims(backend, rng):
 
 def test_bundle_threshold_above_count_gives_zero(backend, rng):
     x = np.ones((4, 40), np.int8)
-    assert not tg.bundle(TernaryVec.from_array(x), 5, backend=backend).to_array().any()
-    assert (tg.bundle(TernaryVec.from_array(x), 4, backend=backend).to_array() == 1).all()
+    assert not tg.bundle(TernaryVec.from_array(x), threshold=5, backend=backend).to_array().any()
+    assert (tg.bundle(TernaryVec.from_array(x), threshold=4, backend=backend).to_array() == 1).all()
 
 
 @pytest.mark.parametrize("dim", DIMS)

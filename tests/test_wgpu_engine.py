@@ -86,7 +86,8 @@ def test_every_op_tiles_under_small_limits(wgpu_backend, cpu):
     dim = 20000
     x = TernaryVec.random(dim, 0.6, seed=3, batch=(5,))
     y = TernaryVec.random(dim, 0.6, seed=4, batch=(5,))
-    for got, want in ((be.bind(x, y), cpu.bind(x, y)), (be.bundle(x, 2), cpu.bundle(x, 2)),
+    for got, want in ((be.bind(x, y), cpu.bind(x, y)),
+                      (be.bundle(x, threshold=2), cpu.bundle(x, threshold=2)),
                       (be.permute(x, 777), cpu.permute(x, 777))):
         assert np.array_equal(got.pos, want.pos) and np.array_equal(got.neg, want.neg)
     assert np.array_equal(be.dot(x, y), cpu.dot(x, y))

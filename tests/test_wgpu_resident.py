@@ -143,7 +143,8 @@ def test_vsa_resident(ctx):
     cpu = get_backend("cpu")
     np.testing.assert_array_equal(ctx.bind(Q, M[:4]).to_array(), cpu.bind(q, mem[:4]).to_array())
     np.testing.assert_array_equal(ctx.bind(O, M).to_array(), cpu.bind(one, mem).to_array())
-    np.testing.assert_array_equal(ctx.bundle(M, 3).to_array(), cpu.bundle(mem, 3).to_array())
+    np.testing.assert_array_equal(ctx.bundle(M, threshold=3).to_array(),
+                                  cpu.bundle(mem, threshold=3).to_array())
     np.testing.assert_array_equal(ctx.bundle([Q[0], Q[1], O]).to_array(),
                                   cpu.bundle([q[0], q[1], one]).to_array())
     assert ctx.dot(O, Q[0]) == cpu.dot(one, q[0])

@@ -55,7 +55,35 @@ def probe(name: str) -> tuple[bool, str]:
 
 
 def get_backend(name: str) -> Backend:
-    """The backend object (one per process); raises BackendUnavailableError with the reason."""
+    """The backend object (one per process), with the module functions as methods.
+
+    Parameters
+    ----------
+    name : "cpu" | "wgpu" | "cuda"
+        Which backend.
+
+    Returns
+    -------
+    Backend
+        ``be.matmul(...)``, ``be.bind(...)``, ...: the module functions without ``backend=``.
+
+    Raises
+    ------
+    BackendUnavailableError
+        The backend cannot run here (the message says why).
+    ValueError
+        An unknown name.
+
+    Shapes:
+        not applicable.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> be = get_backend("cpu")
+    >>> be.matmul(np.array([[1.0, 2.0]]), np.array([[0.0], [5.0]]), "max_plus")
+    array([[7.]])
+    """
     if isinstance(name, Backend):
         return name
     _process.check(name)
@@ -71,7 +99,23 @@ def get_backend(name: str) -> Backend:
 
 
 def available_backends() -> list[str]:
-    """Names of the backends usable on this machine, ``cpu`` first."""
+    """Names of the backends usable on this machine, ``cpu`` first.
+
+    Each backend's probe runs once (cached); ``python -m pytropical_gpu info`` shows the reasons.
+
+    Returns
+    -------
+    list of str
+        A subset of ``["cpu", "wgpu", "cuda"]`` in that order.
+
+    Shapes:
+        not applicable.
+
+    Examples
+    --------
+    >>> available_backends()[0]
+    'cpu'
+    """
     return [n for n in BACKENDS if probe(n)[0]]
 
 

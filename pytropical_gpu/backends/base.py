@@ -41,8 +41,11 @@ from .._checks import int_arg, is_array, show
 from ..packed import PackedCols, PackedRows
 from ..semirings import Semiring, get_semiring
 from ..vsa import SoftTernaryVec, TernaryVec
+from . import gemm_shapes
 from ._validate import _bshape, _check_tv, _nonneg_int, _same_dim, recheck_handle
 
+#: the cast named when a backend lacks a dtype that numpy gives by default
+_CASTS = {"int64": "int32", "float64": "float32"}
 _SELECTIVE_ERR = "return_argmax needs a min/max-based (selective) semiring"
 
 
@@ -52,10 +55,11 @@ class Backend:
     name: str = "base"
     #: dtypes this backend can run GEMM on (subset of the semiring's).
     gemm_dtypes: frozenset[str] = frozenset(
-        {"float32", "float64", "int32", "bool", "uint32", "uint64"})
+        {"float32", "float64", "int32", "int64", "bool", "uint32", "uint64"})
     #: dtypes a user-defined Semiring runs on here (GPU kernels have no bool element type: the
     #: builtin lor_land/lxor_land run as packed bits, a user's bool ops cannot).
-    user_dtypes: frozenset[str] = frozenset({"float32", "float64", "int32", "uint32", "uint64"})
+    user_dtypes: frozenset[str] = frozenset(
+        {"float32", "float64", "int32", "int64", "uint32", "uint64"})
 
     # ---------------------------------------------------------------- array kinds
     @property
@@ -125,9 +129,6 @@ class Backend:
         A = self.asnative(a, "a")
         B = self.asnative(b, "b")
         C = None if c is None else self.asnative(c, "c")
-        if A.ndim not in (2, 3) or B.ndim not in (2, 3):
-            raise ValueError(f"matmul: a and b must be 2-D or 3-D (batch, rows, cols); "
-                             f"got shapes {tuple(A.shape)} and {tuple(B.shape)}")
         if A.dtype != B.dtype:
             raise TypeError(f"matmul: mixed dtypes {A.dtype.name} and {B.dtype.name}; "
                             "cast one operand first")
@@ -135,23 +136,10 @@ class Backend:
         self._check_semiring(sr, dt)
         if return_argmax and not sr.selective:
             raise ValueError(f"matmul: {_SELECTIVE_ERR}, got {sr.name!r}")
-        m, k = A.shape[-2:]
-        k2, n = B.shape[-2:]
-        if k != k2:
-            raise ValueError(f"matmul: shapes {tuple(A.shape)} and {tuple(B.shape)} are not aligned "
-                             f"({k} != {k2})")
-        a3 = A if A.ndim == 3 else A[None]
-        b3 = B if B.ndim == 3 else B[None]
-        batch = _broadcast_batch("matmul", a3.shape[0], b3.shape[0], A.shape, B.shape)
-        c3 = None
-        if C is not None:
-            if C.dtype != dt:
-                raise TypeError(f"matmul: c has dtype {C.dtype.name}, a and b have {dt.name}")
-            if C.ndim not in (2, 3) or C.shape[-2:] != (m, n):
-                raise ValueError(f"matmul: c has shape {tuple(C.shape)}, expected {(m, n)} or "
-                                 f"{(batch, m, n)}")
-            c3 = C if C.ndim == 3 else C[None]
-            batch = _broadcast_batch("matmul", batch, c3.shape[0], (batch, m, n), C.shape)
+        if C is not None and C.dtype != dt:
+            raise TypeError(f"matmul: c has dtype {C.dtype.name}, a and b have {dt.name}")
+        g = gemm_shapes.plan(A, B, C, xp)  # numpy's 1-D / N-D batch rules
+        a3, b3, c3, batch, m, k, n = g.a3, g.b3, g.c3, g.batch, g.m, g.k, g.n
         for arr, nm in ((A, "a"), (B, "b"), (C, "c")):
             if arr is None or dt.kind != "f" or not arr.size:
                 continue
@@ -159,11 +147,8 @@ class Backend:
             nan = arr.has_nan() if _arrays.is_wgpu(arr) else bool(xp.isnan(arr).any())
             if nan:
                 raise ValueError(f"matmul: {nm} contains NaN")
-        squeeze = A.ndim == 2 and B.ndim == 2 and (C is None or C.ndim == 2)
-        shape = (m, n) if squeeze else (batch, m, n)
         if out is not None:
-            self._check_out(out, shape, dt)
-
+            out_view = self._check_out(out, g.result, dt)
         if m == 0 or n == 0 or batch == 0:
             d = xp.empty((batch, m, n), dt)
             idx = xp.full((batch, m, n), -1, np.int32) if return_argmax else None
@@ -176,13 +161,9 @@ class Backend:
             b3 = self._contig(b3)
             c3 = None if c3 is None else self._contig(c3)
             d, idx = self._gemm(a3, b3, sr, c3, return_argmax)
-        if squeeze:
-            d = d[0]
-            idx = None if idx is None else idx[0]
-        if out is not None:
-            res = self._write_out(out, d)
-        else:
-            res = _arrays.to_kind(d, kind)
+        d = d.reshape(g.result)
+        idx = None if idx is None else idx.reshape(g.result)
+        res = self._write_out(out, out_view, d) if out is not None else _arrays.to_kind(d, kind)
         if return_argmax:
             return res, _arrays.to_kind(idx, kind)
         return res
@@ -190,6 +171,10 @@ class Backend:
     def _check_semiring(self, sr: Semiring, dt: np.dtype) -> None:
         """Raise if this backend cannot run ``sr`` on ``dt`` (TypeError for dtypes)."""
         if dt.name not in self.gemm_dtypes:
+            if dt.name in _CASTS:
+                raise TypeError(f"matmul: the {self.name} backend does not support dtype {dt.name};"
+                                f" cast with .astype(np.{_CASTS[dt.name]}) (values must fit) or use "
+                                "backend='cpu' or 'cuda'")
             raise TypeError(f"matmul: the {self.name} backend does not support dtype {dt.name} "
                             f"(supported: {', '.join(sorted(self.gemm_dtypes))}); use backend='cpu'"
                             " or another dtype")
@@ -205,21 +190,28 @@ class Backend:
                     "packed bits)")
         return f"user-defined semirings run on {', '.join(sorted(self.user_dtypes))} here"
 
-    def _check_out(self, out: Any, shape: tuple, dt: np.dtype) -> None:
-        if not is_array(out):
-            raise TypeError(f"matmul: out must be an array (numpy or cupy) of shape {shape} and "
-                            f"dtype {dt.name}, got {show(out)}")
-        if tuple(out.shape) != tuple(shape) or np.dtype(out.dtype) != dt:
-            raise ValueError(f"matmul: out has shape {tuple(out.shape)} and dtype {out.dtype}, "
+    def _check_out(self, out: Any, shape: tuple, dt: np.dtype) -> Any:
+        """Validate ``out`` before any work; returns a numpy/cupy view of its memory."""
+        if not (is_array(out) and (isinstance(out, np.ndarray) or _arrays.is_cupy(out)
+                                   or _arrays.is_torch(out))):
+            raise TypeError(f"matmul: out must be an array (numpy, cupy or torch) of shape {shape} "
+                            f"and dtype {dt.name}, got {show(out)}")
+        view = _arrays.writable_view(out, "matmul: out")
+        if tuple(view.shape) != tuple(shape) or np.dtype(view.dtype) != dt:
+            raise ValueError(f"matmul: out has shape {tuple(view.shape)} and dtype {view.dtype}, "
                              f"expected {shape} and {dt.name}")
+        if isinstance(view, np.ndarray) and not view.flags.writeable:
+            raise ValueError("matmul: out is read-only")
+        return view
 
-    def _write_out(self, out: Any, d: Any) -> Any:
-        if _arrays.is_cupy(out):
-            out[...] = _arrays.to_cupy(d)
-        elif isinstance(out, np.ndarray):
-            out[...] = _arrays.to_numpy(d)
+    def _write_out(self, out: Any, view: Any, d: Any) -> Any:
+        """Copy the result once into ``out``'s memory (numpy, cupy or torch) and return ``out``.
+        A torch ``out`` is filled by ``out.copy_`` on the caller's stream, after the result is
+        handed over through DLPack (which orders torch's stream after our kernels)."""
+        if _arrays.is_torch(out):
+            out.copy_(_arrays.to_kind(d, (_arrays.TORCH, out.device)))
         else:
-            raise TypeError(f"matmul: out must be a numpy or cupy array, got {type(out).__name__}")
+            view[...] = _arrays.to_cupy(d) if _arrays.is_cupy(view) else _arrays.to_numpy(d)
         return out
 
     # ---------------------------------------------------------------- packed boolean
@@ -299,8 +291,11 @@ class Backend:
         """Same as :meth:`bind`: trits are self-inverse on their support."""
         return self.bind(a, b)
 
-    def bundle(self, vs: TernaryVec | Sequence[TernaryVec], threshold: int = 1) -> TernaryVec:
-        """Per-element majority: sign(Σ v) where |Σ v| >= threshold, else 0 (exact)."""
+    def bundle(self, *vectors: TernaryVec | Sequence[TernaryVec], threshold: int = 1) -> TernaryVec:
+        """Per-element majority: sign(Σ v) where |Σ v| >= threshold, else 0 (exact).
+
+        ``bundle(a, b, ...)`` (torchhd), ``bundle([a, b, ...])`` or ``bundle(batched)``."""
+        vs = bundle_operands(vectors)
         threshold = _nonneg_int(threshold, "bundle", "threshold")
         if isinstance(vs, TernaryVec):
             if vs.pos.ndim < 2:
@@ -333,6 +328,11 @@ class Backend:
             return self._tv_out(z, z.copy(), rest, dim, *srcs)
         rp, rn = self._bundle(self._contig(p), self._contig(n), max(threshold, 1))
         return self._tv_out(rp, rn, rest, dim, *srcs)
+
+    def multiset(self, batched: TernaryVec, *, threshold: int = 1) -> TernaryVec:
+        """torchhd's name for bundling one batched TernaryVec along its leading dimension."""
+        _check_tv(batched, "multiset", "batched")
+        return self.bundle(batched, threshold=threshold)
 
     def dot(self, a: TernaryVec, b: TernaryVec) -> Any:
         """Exact integer dot product; batched: result shape a.batch_shape + b.batch_shape."""
@@ -471,13 +471,22 @@ class Backend:
         return order.astype(np.int64), xp.take_along_axis(scores, order, axis=-1)
 
 
-def _broadcast_batch(where, x, y, sx, sy):
-    if x == y or y == 1:
-        return x
-    if x == 1:
-        return y
-    raise ValueError(f"{where}: batch dimensions of shapes {tuple(sx)} and {tuple(sy)} do not "
-                     f"broadcast ({x} vs {y})")
+def bundle_operands(vectors: tuple) -> TernaryVec | list:
+    """The vectors of ``bundle(*vectors)``: one batched TernaryVec, or a list (from one sequence
+    argument or several TernaryVec arguments)."""
+    if len(vectors) == 1 and not isinstance(vectors[0], TernaryVec):
+        if not isinstance(vectors[0], Sequence) or isinstance(vectors[0], (str, bytes)):
+            raise TypeError("bundle: expected TernaryVecs, a list of them or one batched TernaryVec; "
+                            f"got {show(vectors[0])}")
+        vectors = tuple(vectors[0])
+    elif len(vectors) == 1:
+        return vectors[0]
+    for i, v in enumerate(vectors):
+        if not isinstance(v, TernaryVec):
+            hint = (" (threshold is keyword-only: bundle(..., threshold=t))"
+                    if isinstance(v, (int, float)) else "")
+            raise TypeError(f"bundle: vectors[{i}] must be a TernaryVec, got {show(v)}{hint}")
+    return list(vectors)
 
 
 def ceil_div(a: int, b: int) -> int:

@@ -179,24 +179,34 @@ def _multiplier(sr: Semiring, dt: np.dtype, a, b):
             bad = (x == zero) | (y == zero) | np.isnan(out)
             np.copyto(out, zero, where=bad)
         return mul
-    # int32: plus saturates, times wraps; the zero is absorbing.
+    # integers: plus saturates, times wraps; the zero is absorbing.
     info = np.iinfo(dt)
     has_zero = bool((a == zero).any()) or bool((b == zero).any())
     if sr.mul_op == "plus":
-        amax = int(np.abs(a.astype(np.int64)).max())
-        bmax = int(np.abs(b.astype(np.int64)).max())
-        saturate = amax + bmax > info.max
+        saturate = _absmax(a) + _absmax(b) > info.max  # Python ints: no overflow here
     else:
         saturate = False
 
     def mul(x, y, out):
         if saturate:
-            s = np.add(x, y, dtype=np.int64)
-            np.clip(s, info.min, info.max, out=s)
-            out[...] = s
+            _sat_add(x, y, out, info)
         else:
             with np.errstate(over="ignore"):
                 op(x, y, out=out)
         if has_zero:
             np.copyto(out, zero, where=(x == zero) | (y == zero))
     return mul
+
+
+def _absmax(x) -> int:
+    return max(abs(int(x.min())), abs(int(x.max()))) if x.size else 0
+
+
+def _sat_add(x, y, out, info) -> None:
+    """``out = clip(x + y)`` exactly, for int32 and int64 (no wider type needed)."""
+    with np.errstate(over="ignore"):
+        np.add(x, y, out=out)  # wraps
+    # overflow iff x and y have the same sign and the sum's sign differs
+    ov = ((x ^ out) & (y ^ out)) < 0
+    if ov.any():
+        np.copyto(out, np.where(x < 0, info.min, info.max), where=ov, casting="unsafe")

@@ -29,8 +29,8 @@ OPTIONS: tuple[str, ...] = ("--std=c++17", "-ftz=false", "-prec-div=true", "-pre
                             "-fmad=false")
 
 #: numpy dtype name -> C++ element type.
-CTYPES = {"float32": "float", "float64": "double", "int32": "int", "uint32": "unsigned",
-          "uint64": "unsigned long long"}
+CTYPES = {"float32": "float", "float64": "double", "int32": "int", "int64": "long long",
+          "uint32": "unsigned", "uint64": "unsigned long long"}
 
 #: (add_op, mul_op) of a builtin semiring -> functor template in cuda/semiring_gemm.cu.
 FUNCTORS = {("min", "plus"): "MinPlus", ("max", "plus"): "MaxPlus", ("min", "times"): "MinTimes",
@@ -99,6 +99,8 @@ def _literal(value, dtype: np.dtype) -> str:
         return f"__longlong_as_double((long long)0x{int(x.view(np.uint64)):016x}ull)"
     if dtype == np.int32:
         return f"((int)0x{int(x.view(np.uint32)):08x}u)"
+    if dtype == np.int64:
+        return f"((long long)0x{int(x.view(np.uint64)):016x}ull)"
     if dtype == np.uint32:
         return f"0x{int(x):08x}u"
     return f"0x{int(x):016x}ull"
@@ -167,7 +169,8 @@ def module_specs() -> list[ModuleSpec]:
                 seen.add((name, dt))
                 specs.append(gemm_spec(sr, np.dtype(dt)))
     for dt, add, mul in (("float32", "fmaxf(a, b)", "fminf(a, b)"), ("float64", "fmax(a, b)", "a + b"),
-                         ("int32", "a + b", "max(a, b)"), ("uint64", "a + b", "a * b")):
+                         ("int32", "a + b", "max(a, b)"), ("int64", "a > b ? a : b", "a + b"),
+                         ("uint64", "a + b", "a * b")):
         user = Semiring(f"user_{dt}", np.maximum, np.minimum, -np.inf, np.inf, dtypes=(dt,),
                         cuda_add=add, cuda_mul=mul, selective=add.startswith("fmax"))
         specs.append(gemm_spec(user, np.dtype(dt)))
