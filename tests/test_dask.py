@@ -406,3 +406,12 @@ def test_bench_dask_runs_on_numpy_chunks(tmp_path):
     # every worker ran its share: the row blocks are pinned to the workers that hold their rows
     assert len(res["matmul"]["dask_rows"]["where"]) == 2 and len(res["apsp"]["dask"]["where"]) == 2
     assert all(w["tasks"] for w in res["matmul"]["dask_rows"]["where"].values())
+    # the timed graphs move no operand between workers (counted from distributed's transfer logs): the
+    # rows matmul nothing at all (B replicated before timing and used under its own key), the search
+    # only the per-shard top-k candidates (int64 indices and scores), never a memory shard or a
+    # rows-long array
+    assert res["matmul"]["dask_rows"]["transfer_bytes"] == 0, res["matmul"]["dask_rows"]["transfers"]
+    size, shards = res["sizes"], 2
+    assert 0 < res["search"]["dask"]["transfer_bytes"] <= shards * 2 * size["nq"] * res["search"]["k"] * 8, \
+        res["search"]["dask"]["transfers"]
+    assert res["apsp"]["dask"]["transfer_bytes"] > 0  # the all-gather of the row bands is counted
