@@ -1,8 +1,9 @@
 """Semiring GEMM on dask arrays, in dask's own idiom (``dask.array.matmul`` does the same with ``+``):
 ``blockwise`` multiplies every (m-block, k-block, n-block) triple with the library's ``matmul`` on
 the chunk's backend, keeping the k-block axis, then ``dask.array.reduction`` folds that axis with the
-semiring's ⊕ as a tree. Argmax travels as (value, global k) pairs through the same tree; ``c`` is
-applied once after it."""
+semiring's ⊕ as a tree (one k block: the block products are the result, no reduction). Argmax
+travels as (value, global k) pairs through the same tree; ``c`` is applied once after it. No task
+renames an operand (a derived key lives on one worker and is shipped to every other that needs it)."""
 
 from __future__ import annotations
 
