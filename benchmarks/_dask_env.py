@@ -274,6 +274,33 @@ def stream_summary(data: list) -> dict:
     return per
 
 
+def _clear_transfers(dask_worker):
+    dask_worker.transfer_incoming_log.clear()
+
+
+def _transfers(dask_worker):
+    return [(str(key), int(nb), e["who"]) for e in dask_worker.transfer_incoming_log
+            for key, nb in e["keys"].items()]
+
+
+def transfers(client, clear=False) -> dict:
+    """Bytes each worker received from other workers (distributed's incoming-transfer log, which
+    every dependency fetched by a task adds to; ``clear``: empty the logs now and return {}).
+    Returns {worker: {"bytes": total, "keys": {key name: bytes}}} for workers that received any."""
+    if clear:
+        client.run(_clear_transfers)
+        return {}
+    out = {}
+    for w, recs in client.run(_transfers).items():
+        if recs:
+            names = {}
+            for key, nb, _ in recs:
+                name = key.strip("('\"").split(",")[0].rsplit("-", 1)[0][:60]
+                names[name] = names.get(name, 0) + nb
+            out[w] = {"bytes": sum(nb for _, nb, _ in recs), "keys": names}
+    return out
+
+
 def dask_timed(env, build, inputs, repeats, label, keep=(), pin_rows=False):
     """Time ``persist`` + ``wait`` of ``build(*inputs)``, results left on the workers, ending when
     their GPUs are done (a synchronising identity on every result block).
@@ -284,7 +311,9 @@ def dask_timed(env, build, inputs, repeats, label, keep=(), pin_rows=False):
     row block i of every result is persisted with its whole computation restricted to worker i mod g
     (the worker holding input rows i), instead of leaving placement to the scheduler's estimates.
     The first run warms the workers (kernel compilation, cupy's elementwise kernels) and is not
-    timed; the last one records the task stream. Returns (timing, the last run's persisted results)."""
+    timed; the last one records the task stream and the bytes moved between workers
+    (``transfer_bytes``; per receiving worker and key name: ``transfers``).
+    Returns (timing, the last run's persisted results)."""
     import dask.array as da
     from distributed import get_task_stream, wait
 
@@ -296,6 +325,8 @@ def dask_timed(env, build, inputs, repeats, label, keep=(), pin_rows=False):
         res = [o.map_blocks(synced, dtype=o.dtype, meta=o._meta) for o in res]
         outs = None  # the previous run's results are released first
         cm = get_task_stream(env.client) if r == repeats else contextlib.nullcontext()
+        if r == repeats:
+            transfers(env.client, clear=True)
         with cm as st:
             t0 = time.perf_counter()
             if pin_rows:
@@ -312,7 +343,9 @@ def dask_timed(env, build, inputs, repeats, label, keep=(), pin_rows=False):
         if r:
             ts.append(dt)
         log(f"  {label} {'warm-up' if r == 0 else f'run {r}'}: {dt:.4f} s")
-    return {"median_s": statistics.median(ts), "all_s": ts, "where": stream_summary(stream.data)}, outs
+    moved = transfers(env.client)
+    return {"median_s": statistics.median(ts), "all_s": ts, "where": stream_summary(stream.data),
+            "transfer_bytes": sum(w["bytes"] for w in moved.values()), "transfers": moved}, outs
 
 
 def gathered(outs):

@@ -22,9 +22,11 @@ index, so every layout and the one-GPU run see the same numbers without shipping
 follows an untimed warm-up (kernels compile on first use in each process) and ends when the GPUs are
 done; dask timings are ``persist`` + ``wait`` with the results left on the workers (bringing them to
 the client is timed apart: ``gather_s``); the task stream of the last run gives, per worker, compute
-seconds (GPU time included), seconds receiving data and the tasks by name. Progress is printed with
-timestamps and the JSON is rewritten after every step, so a run cut short still leaves its numbers
-(``"complete": false``).
+seconds (GPU time included), seconds receiving data and the tasks by name, and distributed's transfer
+logs the bytes each worker received from the others (``transfer_bytes``, ``transfers`` by key name):
+0 for the rows matmul (B is replicated before timing), the per-shard top-k candidates for the search.
+Progress is printed with timestamps and the JSON is rewritten after every step, so a run cut short
+still leaves its numbers (``"complete": false``).
 
     python benchmarks/bench_dask.py --only matmul,search --out results/dask_mm_search.json   # all GPUs
     python benchmarks/bench_dask.py --only apsp --out results/dask_apsp.json
@@ -63,6 +65,7 @@ from benchmarks._dask_env import (  # noqa: E402
     stream_summary,
     synced,
     timed,
+    transfers,
     trit_planes,
     xp_for,
 )
@@ -294,6 +297,7 @@ def bench_apsp(env, n, samples, results, max_squarings=64):
     rec["dask_make_inputs_s"] = round(time.perf_counter() - t0, 3)
     rec["dask_holdings_gb"] = env.holdings(dd + nx)
     per = []
+    transfers(env.client, clear=True)
     with get_task_stream(env.client) as st:
         t0 = time.perf_counter()
         while True:
@@ -304,8 +308,10 @@ def bench_apsp(env, n, samples, results, max_squarings=64):
             if not improved or len(per) >= max_squarings:
                 break
         total = time.perf_counter() - t0
+    moved = transfers(env.client)  # the all-gather of the row bands, every squaring
     rec["dask"] = {"median_s": total, "squarings": len(per), "per_squaring_s": per,
-                   "where": stream_summary(st.data)}
+                   "where": stream_summary(st.data),
+                   "transfer_bytes": sum(w["bytes"] for w in moved.values()), "transfers": moved}
     rec["dask"]["speedup_vs_one_gpu"] = speed(rec["one_gpu"], rec["dask"])
     log(f"  dask: {total:.3f} s, {rec['dask']['speedup_vs_one_gpu']}x one device; "
         f"where {rec['dask']['where']}")

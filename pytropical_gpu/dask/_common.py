@@ -13,6 +13,7 @@ from ..semirings import Semiring
 
 try:
     import dask.array as da
+    from dask.layers import ArraySliceDep  # a block's slice of the whole array: a graph input, no task
 except ImportError as e:  # pragma: no cover - exercised only without the extra
     raise ImportError("pytropical_gpu.dask needs dask: pip install 'pytropical_gpu[dask]' "
                       "(and dask-cuda for GPU clusters)") from e
@@ -77,4 +78,5 @@ def stable_argsort(xp: Any, x: Any) -> Any:
     return xp.argsort(x, axis=-1)
 
 
-__all__ = ["da", "block_backend", "chunk_backend", "meta_like", "xp_of", "adder", "better", "stable_argsort"]
+__all__ = ["da", "ArraySliceDep",
+           "block_backend", "chunk_backend", "meta_like", "xp_of", "adder", "better", "stable_argsort"]

@@ -1,8 +1,9 @@
 """Semiring GEMM on dask arrays, in dask's own idiom (``dask.array.matmul`` does the same with ``+``):
 ``blockwise`` multiplies every (m-block, k-block, n-block) triple with the library's ``matmul`` on
 the chunk's backend, keeping the k-block axis, then ``dask.array.reduction`` folds that axis with the
-semiring's ⊕ as a tree. Argmax travels as (value, global k) pairs through the same tree; ``c`` is
-applied once after it."""
+semiring's ⊕ as a tree (one k block: the block products are the result, no reduction). Argmax
+travels as (value, global k) pairs through the same tree; ``c`` is applied once after it. No task
+renames an operand (a derived key lives on one worker and is shipped to every other that needs it)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import numpy as np
 
 from ..backends import get_backend
 from ..semirings import Semiring, SemiringName, get_semiring
-from ._common import adder, better, block_backend, chunk_backend, da, meta_like, xp_of
+from ._common import ArraySliceDep, adder, better, block_backend, chunk_backend, da, meta_like, xp_of
 
 _SELECTIVE_ERR = "return_argmax needs a min/max-based (selective) semiring"
 
@@ -81,42 +82,51 @@ def matmul(a: Any, b: Any, semiring: SemiringName | Semiring = "max_plus", *, c:
     (m, k), (k2, n) = a.shape[-2:], b.shape[-2:]
     if k != k2:
         raise ValueError(f"matmul: shapes {a.shape} and {b.shape} are not aligned ({k} != {k2})")
-    a3 = a if a.ndim == 3 else a[None]
-    b3 = b if b.ndim == 3 else b[None]
-    batch = _bcast(a3.shape[0], b3.shape[0], a.shape, b.shape)
-    c3 = None
+    batch = _bcast(a.shape[0] if a.ndim == 3 else 1, b.shape[0] if b.ndim == 3 else 1, a.shape, b.shape)
     if c is not None:
         c = da.asanyarray(c)
         if c.dtype != dt:
             raise TypeError(f"matmul: c has dtype {c.dtype.name}, a and b have {dt.name}")
         if c.ndim not in (2, 3) or c.shape[-2:] != (m, n):
             raise ValueError(f"matmul: c has shape {c.shape}, expected {(m, n)} or {(batch, m, n)}")
-        c3 = c if c.ndim == 3 else c[None]
-        full = _bcast(batch, c3.shape[0], (batch, m, n), c.shape)
-        if full != batch:  # c alone carries the batch: the product is the same for every entry
-            a3 = da.broadcast_to(a3, (full,) + a3.shape[1:], chunks=((1,) * full,) + a3.chunks[1:])
-            batch = full
+        _bcast(batch, c.shape[0] if c.ndim == 3 else 1, (batch, m, n), c.shape)
     name = block_backend(backend)
-    kpos = da.arange(k, chunks=(a3.chunks[2],))  # global k of every column of a: gives the offsets
-    pairs = da.blockwise(
-        partial(_block, sr=sr, backend=name, argmax=return_argmax), (0, 1, 2, 3),
-        a3, (0, 1, 2), b3, (0, 2, 3), kpos, (2,),
-        adjust_chunks={2: 1}, concatenate=False, dtype=dt, meta=meta_like(a, 4, dt))
-    pairs = da.reduction(
-        pairs, _identity, partial(_fold, sr=sr), combine=partial(_fold, sr=sr), axis=2,
-        keepdims=False, dtype=dt, concatenate=False, split_every=split_every, meta=meta_like(a, 3, dt))
-    if c3 is not None:
-        c3 = da.broadcast_to(c3, (batch, m, n)).rechunk(pairs.chunks)
-        pairs = da.blockwise(partial(_epilogue, sr=sr), (0, 1, 2), pairs, (0, 1, 2), c3, (0, 1, 2),
-                             dtype=dt, meta=meta_like(a, 3, dt))
-    d = pairs.map_blocks(operator.itemgetter(0), dtype=dt, meta=meta_like(a, 3, dt))
-    squeeze = a.ndim == 2 and b.ndim == 2 and (c is None or c.ndim == 2)
-    if squeeze:
-        d = d[0]
+    fn = partial(_block, sr=sr, backend=name, argmax=return_argmax)
+    # The operands enter the graph under their own keys (no a[None], no rechunk when the k chunks
+    # agree): a derived key is computed on one worker and shipped to every other that needs it, so a
+    # replicated b would cross the network again. Unequal k chunks are split to the common boundaries.
+    lead = ("z",) if a.ndim == 3 or b.ndim == 3 else ()
+    ia, ib = ("z",) * (a.ndim - 2) + ("i", "k"), ("z",) * (b.ndim - 2) + ("k", "j")
+    chunkss, (a, b) = da.core.unify_chunks(a, ia, b, ib, warn=False)
+    ndim = len(lead) + 2
+    if a.numblocks[-1] == 1:  # one k block: each output block is one block product, no reduction
+        prod = da.blockwise(fn, lead + ("i", "j"), a, ia, b, ib, concatenate=False, dtype=dt,
+                            meta=meta_like(a, ndim, dt))
+    else:  # every (m, k, n) block triple, then a tree reduction over k with ⊕
+        args = [a, ia, b, ib]
+        if return_argmax:  # each k block's global columns, from the graph itself (no task)
+            args += [ArraySliceDep(a.chunks[-1:]), ("k",)]
+        adjust = {"k": 1, **{x: chunkss[x] for x in lead}}  # a batch of 1 broadcasts
+        pairs = da.blockwise(fn, lead + ("i", "k", "j"), *args, adjust_chunks=adjust, concatenate=False,
+                             align_arrays=False, dtype=dt, meta=meta_like(a, ndim + 1, dt))
+        prod = da.reduction(pairs, _identity, partial(_fold, sr=sr), combine=partial(_fold, sr=sr),
+                            axis=len(lead) + 1, keepdims=False, dtype=dt, concatenate=False,
+                            split_every=split_every, meta=meta_like(a, ndim, dt))
+    if c is not None:
+        if c.ndim == 3 and lead and c.shape[0] == prod.shape[0]:
+            target = prod.chunks
+        else:  # c's own batch chunks (the product's batch, if any, is 1 and broadcasts)
+            target = c.chunks[:-2] + prod.chunks[-2:]
+        c = c.rechunk(target)
+        ndim = max(ndim, c.ndim)
+        prod = da.blockwise(partial(_epilogue, sr=sr), ("z",) * (ndim - 2) + ("i", "j"), prod,
+                            lead + ("i", "j"), c, ("z",) * (c.ndim - 2) + ("i", "j"), dtype=dt,
+                            meta=meta_like(a, ndim, dt))
     if not return_argmax:
-        return d
-    idx = pairs.map_blocks(operator.itemgetter(1), dtype=np.int32, meta=meta_like(a, 3, np.int32))
-    return d, (idx[0] if squeeze else idx)
+        return prod
+    d = prod.map_blocks(operator.itemgetter(0), dtype=dt, meta=meta_like(a, ndim, dt))
+    idx = prod.map_blocks(operator.itemgetter(1), dtype=np.int32, meta=meta_like(a, ndim, np.int32))
+    return d, idx
 
 
 def _bcast(x: int, y: int, sx: tuple, sy: tuple) -> int:
@@ -128,16 +138,23 @@ def _bcast(x: int, y: int, sx: tuple, sy: tuple) -> int:
                      f"broadcast ({x} vs {y})")
 
 
-def _block(a, b, kpos, *, sr: Semiring, backend: str | None, argmax: bool):
-    """One block product by the library on the block's backend: (d, global argmax or None)."""
+def _block(a, b, koff=None, *, sr: Semiring, backend: str | None, argmax: bool):
+    """One block product by the library on the block's backend: d, or (d, global argmax)."""
+    a, b = _one(a), _one(b)
     be = get_backend(chunk_backend(backend, a))
     if not argmax:
-        return be.matmul(a, b, sr), None
+        return be.matmul(a, b, sr)
     d, i = be.matmul(a, b, sr, return_argmax=True)
-    off = int(kpos[0]) if kpos.shape[0] else 0
+    off = 0 if koff is None else koff[0].start
     if off:
         i = xp_of(i).where(i >= 0, i + np.int32(off), i)
     return d, i
+
+
+def _one(x):
+    """The block itself: blockwise hands a contracted index's single block as a list of one (asking
+    it to concatenate instead would copy the block)."""
+    return x[0] if isinstance(x, list) else x
 
 
 def _identity(x, axis=None, keepdims=None):
@@ -145,17 +162,17 @@ def _identity(x, axis=None, keepdims=None):
 
 
 def _fold(parts, axis=None, keepdims=None, *, sr: Semiring):
-    """⊕ over a list of (d, idx) pairs (one pair: itself), the order of the list not mattering."""
-    if isinstance(parts, tuple):
+    """⊕ over a list of products or (d, idx) pairs (one alone: itself), in any order."""
+    if not isinstance(parts, list):
         return parts
     return reduce(partial(_merge, sr=sr), parts)
 
 
 def _merge(x, y, *, sr: Semiring):
+    if not isinstance(x, tuple):
+        return adder(sr, xp_of(x))(x, y)
     (dx, ix), (dy, iy) = x, y
     xp = xp_of(dx)
-    if ix is None:
-        return adder(sr, xp)(dx, dy), None
     gt = better(sr, xp)
     y_wins, x_wins = gt(dy, dx), gt(dx, dy)
     tie = ~(y_wins | x_wins)  # equal values: the smaller k (both -1 where neither improved)
@@ -163,10 +180,12 @@ def _merge(x, y, *, sr: Semiring):
     return xp.where(take_y, dy, dx), xp.where(take_y, iy, ix)
 
 
-def _epilogue(pair, c, *, sr: Semiring):
-    """``c ⊕ d`` once; argmax -1 where the product does not strictly improve on c."""
-    d, idx = pair
+def _epilogue(prod, c, *, sr: Semiring):
+    """``c ⊕ d`` once (broadcast over c's batch); argmax -1 where the product does not strictly
+    improve on c."""
+    d, idx = prod if isinstance(prod, tuple) else (prod, None)
     xp = xp_of(d)
-    if idx is not None:
-        idx = xp.where(better(sr, xp)(d, c), idx, np.int32(-1))
-    return xp.asarray(adder(sr, xp)(c, d)).astype(d.dtype, copy=False), idx
+    out = xp.asarray(adder(sr, xp)(c, d)).astype(d.dtype, copy=False)
+    if idx is None:
+        return out
+    return out, xp.where(better(sr, xp)(d, c), idx, np.int32(-1))

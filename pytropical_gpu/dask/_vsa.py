@@ -12,7 +12,7 @@ import numpy as np
 from ..backends import get_backend
 from ..backends.base import _nonneg_int
 from ..vsa import TernaryVec, _pack_bits, _unpack_bits, words_for
-from ._common import block_backend, chunk_backend, da, meta_like, stable_argsort, xp_of
+from ._common import ArraySliceDep, block_backend, chunk_backend, da, meta_like, stable_argsort, xp_of
 
 _UNPACK_ELEMS = 1 << 24  # trits unpacked at a time when counting a chunk (16 MiB of bools)
 
@@ -108,9 +108,12 @@ def search(query: TernaryVec, memory: TernaryVec, k: int = 1, *, backend: str | 
     whole = ((memory.words,),)
     mp = memory.pos.rechunk(memory.pos.chunks[:1] + whole)
     mn = memory.neg.rechunk(mp.chunks)
-    first = da.arange(rows, chunks=(mp.chunks[0],))
+    # Each shard learns its global rows from the graph itself (a slice, no task: an arange over the
+    # rows was a rows-long array per shard, made on one worker and shipped to the shard's); the word
+    # axis is one block, handed over as a list of one (concatenating it would copy the shard).
     cand = da.blockwise(partial(_shard, query=query, k=k, backend=name), (0,), mp, (0, 1), mn, (0, 1),
-                        first, (0,), concatenate=True, dtype=np.int64, meta=meta_like(mp, 1, np.int64))
+                        ArraySliceDep(mp.chunks[:1]), (0,), concatenate=False, align_arrays=False,
+                        dtype=np.int64, meta=meta_like(mp, 1, np.int64))
     best = da.reduction(cand, _identity, partial(_best, k=k), combine=partial(_best, k=k), axis=0,
                         keepdims=False, dtype=np.int64, concatenate=False, split_every=split_every,
                         meta=meta_like(mp, 0, np.int64))
@@ -123,8 +126,9 @@ def search(query: TernaryVec, memory: TernaryVec, k: int = 1, *, backend: str | 
     return out[0], out[1]
 
 
-def _shard(p, n, first, *, query: TernaryVec, k: int, backend: str | None):
+def _shard(p, n, where, *, query: TernaryVec, k: int, backend: str | None):
     """One shard's top-k as one int64 (2, Q, k') array: global indices, scores."""
+    (p,), (n,), (rows_at,) = p, n, where
     xp = xp_of(p)
     q = int(np.prod(query.batch_shape, dtype=np.int64))  # 1 for one vector
     rows = p.shape[0]
@@ -133,7 +137,7 @@ def _shard(p, n, first, *, query: TernaryVec, k: int, backend: str | None):
     kk = min(k, rows)
     be = get_backend(chunk_backend(backend, p))
     idx, sc = be.search(query, TernaryVec._trusted(p, n, query.dim), kk)
-    idx = xp.asarray(idx).reshape(q, kk) + int(first[0])
+    idx = xp.asarray(idx).reshape(q, kk) + rows_at.start
     return xp.stack([idx, xp.asarray(sc).reshape(q, kk)])
 
 
