@@ -34,3 +34,9 @@ class BackendUnavailableError(RuntimeError):
 class DeviceMemoryError(MemoryError):
     """The GPU could not allocate memory for an operation (what it took is released again, and the
     next call works); a MemoryError, as CuPy's ``OutOfMemoryError`` is."""
+
+
+class SubnormalFlushError(ValueError):
+    """A float operation would meet subnormal values on a WebGPU adapter that flushes them to zero
+    (WGSL allows it), so its result could differ from numpy's; the message names the operation, the
+    operand, how many subnormals, the adapter, and the fix (``backend='cuda'``/``'cpu'``)."""

@@ -2,28 +2,66 @@
 
 Every operation runs as compute shaders rendered from the templates in ``wgsl/``; raw WebGPU calls
 live behind :class:`.runtime.Runtime` only. See :mod:`.gemm`, :mod:`.boolean` and :mod:`.vsa`.
+An adapter is used only once it passed the refusal rule (:mod:`.adapters`) and the known-answer
+check (:mod:`.selfcheck`); :func:`probe` reports both.
 """
 
 from __future__ import annotations
 
-from .runtime import list_adapters, probe_runtime, software_adapter
+import threading
+
+from .runtime import probe_runtime
+
+_hw_lock = threading.Lock()
+_hw: tuple[bool, str] | None = None
 
 
 def probe() -> tuple[bool, str]:
-    """(ok, reason): the WebGPU library is importable and sees at least one adapter."""
-    return probe_runtime()
+    """(ok, reason): an adapter that is not refused opens and passes the known-answer check.
 
-
-def hardware_available() -> tuple[bool, str]:
-    """True only for a hardware adapter (never llvmpipe/lavapipe or a fallback adapter)."""
+    Opens the device on the first call (the backend registry caches the answer)."""
     ok, reason = probe_runtime()
     if not ok:
         return False, reason
-    hw = [a for a in list_adapters() if not software_adapter(a.adapter_type, a.is_fallback)]
-    if not hw:
-        return False, "only software WebGPU adapters (llvmpipe/fallback) are present"
-    a = hw[0]
-    return True, f"{a.name} ({a.backend}, {a.adapter_type})"
+    from ...errors import BackendUnavailableError
+    from .engine import get_engine
+
+    try:
+        eng = get_engine()
+    except BackendUnavailableError as e:
+        return False, e.reason
+    flush = "flushes subnormals" if eng.flushes_subnormals else "keeps subnormals"
+    return True, f"{reason}, known-answer check passed, {flush}"
+
+
+def hardware_available() -> tuple[bool, str]:
+    """True only when the adapter the backend opens is hardware (never llvmpipe/lavapipe or a
+    fallback adapter) and passed the check; a machine with only software adapters opens nothing."""
+    global _hw
+    with _hw_lock:
+        if _hw is None:
+            _hw = _hardware()
+        return _hw
+
+
+def _hardware() -> tuple[bool, str]:
+    from .. import probe as registry_probe
+    from .runtime import list_adapters, software_adapter
+
+    ok, reason = probe_runtime()
+    if not ok:
+        return False, reason
+    if all(software_adapter(a.adapter_type, a.is_fallback) for a in list_adapters()):
+        return False, "only software WebGPU adapters (llvmpipe/lavapipe/fallback) are present"
+    ok, reason = registry_probe("wgpu")
+    if not ok:
+        return False, reason
+    from .engine import get_engine
+
+    i = get_engine().rt.info
+    if i.software:
+        return False, f"the adapter in use, {i.name}, is a software adapter"
+    return True, f"{i.name} ({i.backend}, {i.adapter_type})"
 
 
 def create():

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Sequence
 
-from .runtime import AdapterInfo, Binding, Copy, Dispatch, Limits, Runtime, binding_kinds, pick_adapter
+from .adapters import choose_adapter, refusal
+from .runtime import AdapterInfo, Binding, Copy, Dispatch, Limits, Runtime, binding_kinds
 
 log = logging.getLogger("pytropical_gpu")
+#: adapter enumeration from several threads at once is not safe on every wgpu-native backend
+_lock = threading.Lock()
 
 _OPTIONAL_FEATURES = ("subgroup", "shader-f16", "timestamp-query")
 
@@ -30,7 +34,8 @@ def _info(adapter) -> AdapterInfo:
 
 def _adapters():
     wgpu = _wgpu()
-    return list(wgpu.gpu.enumerate_adapters_sync())
+    with _lock:
+        return list(wgpu.gpu.enumerate_adapters_sync())
 
 
 def list_adapters() -> list[AdapterInfo]:
@@ -46,15 +51,20 @@ def probe() -> tuple[bool, str]:
         adapters = _adapters()
     except Exception as e:  # noqa: BLE001
         return False, f"wgpu {wgpu.__version__}: adapter enumeration failed: {e}"
-    if not adapters:
-        return False, f"wgpu {wgpu.__version__}: no WebGPU adapter (no Vulkan/Metal/D3D12 driver)"
-    best = _info(_pick(adapters))
+    adapter, why = choose_adapter(adapters, _info)
+    if adapter is None:
+        return False, f"wgpu {wgpu.__version__}: {why}"
+    best = _info(adapter)
     kind = "software" if best.software else best.adapter_type
     return True, f"wgpu {wgpu.__version__}: {best.name} ({best.backend}, {kind})"
 
 
 def _pick(adapters):
-    return pick_adapter(adapters, _info)
+    """The adapter to open, or RuntimeError saying why none may be (never a refused one)."""
+    adapter, why = choose_adapter(adapters, _info)
+    if adapter is None:
+        raise RuntimeError(f"wgpu: {why}")
+    return adapter
 
 
 class WgpuPyRuntime(Runtime):
@@ -68,6 +78,9 @@ class WgpuPyRuntime(Runtime):
         adapter = adapter or _pick(_adapters())
         self.adapter = adapter
         self.info = _info(adapter)
+        why = refusal(self.info)
+        if why:  # refused before a device (and its poll thread) exists
+            raise RuntimeError(f"wgpu: {why}")
         al = adapter.limits
         want = {}
         for key in ("max-storage-buffer-binding-size", "max-buffer-size",
