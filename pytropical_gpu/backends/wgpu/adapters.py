@@ -46,7 +46,7 @@ def choose_adapter(adapters: Sequence[Any], info: Any) -> tuple[Any, str]:
     gives its refusal, one matching nothing says so: never another adapter); otherwise hardware
     before software, discrete before integrated, native APIs before GL."""
     if not adapters:
-        return None, "no WebGPU adapter (no Vulkan/Metal/D3D12 driver)"
+        return None, f"no WebGPU adapter (no Vulkan/Metal/D3D12 driver); {VULKAN_FIX}"
     want = os.environ.get("PYTROPICAL_WGPU_ADAPTER", "").strip().lower()
     if want:
         for a in adapters:
