@@ -23,6 +23,11 @@ def pytest_report_header(config):
             _wgpu_header()]
 
 
+def pytest_terminal_summary(terminalreporter):
+    # the header is hidden under -q (the README's command): say it again at the end
+    terminalreporter.write_line(_wgpu_header())
+
+
 def _wgpu_header() -> str:
     """Which adapter the wgpu tests ran on (or why none): name, backend type, software or not,
     and whether it flushes subnormals (then float tests expect SubnormalFlushError)."""

@@ -8,12 +8,8 @@ check (:mod:`.selfcheck`); :func:`probe` reports both.
 
 from __future__ import annotations
 
-import threading
-
-from .runtime import probe_runtime
-
-_hw_lock = threading.Lock()
-_hw: tuple[bool, str] | None = None
+from .adapters import refusal
+from .runtime import list_adapters, probe_runtime, software_adapter
 
 
 def probe() -> tuple[bool, str]:
@@ -35,33 +31,28 @@ def probe() -> tuple[bool, str]:
 
 
 def hardware_available() -> tuple[bool, str]:
-    """True only when the adapter the backend opens is hardware (never llvmpipe/lavapipe or a
-    fallback adapter) and passed the check; a machine with only software adapters opens nothing."""
-    global _hw
-    with _hw_lock:
-        if _hw is None:
-            _hw = _hardware()
-        return _hw
-
-
-def _hardware() -> tuple[bool, str]:
-    from .. import probe as registry_probe
-    from .runtime import list_adapters, software_adapter
-
+    """True only for a hardware adapter (never llvmpipe/lavapipe, a fallback or a refused adapter)
+    that opened and passed the known-answer check; a machine with only software adapters opens
+    nothing here. (HybridContext caches the answer.)"""
     ok, reason = probe_runtime()
     if not ok:
         return False, reason
-    if all(software_adapter(a.adapter_type, a.is_fallback) for a in list_adapters()):
+    hw = [a for a in list_adapters()
+          if not software_adapter(a.adapter_type, a.is_fallback) and refusal(a) is None]
+    if not hw:
         return False, "only software WebGPU adapters (llvmpipe/lavapipe/fallback) are present"
-    ok, reason = registry_probe("wgpu")
+    ok, reason = _opens()
     if not ok:
         return False, reason
-    from .engine import get_engine
+    a = hw[0]
+    return True, f"{a.name} ({a.backend}, {a.adapter_type})"
 
-    i = get_engine().rt.info
-    if i.software:
-        return False, f"the adapter in use, {i.name}, is a software adapter"
-    return True, f"{i.name} ({i.backend}, {i.adapter_type})"
+
+def _opens() -> tuple[bool, str]:
+    """The backend registry's cached probe: the adapter opened and passed the check."""
+    from .. import probe as registry_probe
+
+    return registry_probe("wgpu")
 
 
 def create():
