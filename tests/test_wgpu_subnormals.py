@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import require_backend
 
 import pytropical_gpu as tg
+from conftest import require_backend
 from pytropical_gpu import HybridContext, Semiring, SubnormalFlushError
 
 FLOAT_SEMIRINGS = ["min_plus", "max_plus", "min_times", "max_times", "min_max", "max_min"]
