@@ -53,14 +53,15 @@ def versions() -> dict[str, str | None]:
 def wgpu_adapters() -> dict[str, Any]:
     """Every adapter ``wgpu.gpu.enumerate_adapters_sync()`` reports, or the reason there are none."""
     try:
-        import wgpu
+        import wgpu  # noqa: F401 - is it installed?
     except ImportError as e:
         return {"error": f"wgpu is not installed ({e}); pip install wgpu"}
+    from .backends.wgpu.runtime_wgpupy import _adapters, _info
+
     try:
-        adapters = wgpu.gpu.enumerate_adapters_sync()
+        adapters = _adapters()  # the backend's own enumeration: GL adapters are never released
     except Exception as e:
         return {"error": f"enumerate_adapters_sync failed: {type(e).__name__}: {e}"}
-    from .backends.wgpu.runtime_wgpupy import _info
 
     out = []
     for a in adapters:

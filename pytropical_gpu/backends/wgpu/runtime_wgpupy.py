@@ -10,8 +10,12 @@ from .adapters import choose_adapter, refusal
 from .runtime import AdapterInfo, Binding, Copy, Dispatch, Limits, Runtime, binding_kinds
 
 log = logging.getLogger("pytropical_gpu")
-#: adapter enumeration from several threads at once is not safe on every wgpu-native backend
+#: The adapters, enumerated once per process (under the lock) and never released while it runs:
+#: wgpu-native's OpenGL adapter aborts the process (EGL BadAccess, a panic that cannot unwind) when
+#: it is released while another thread uses EGL, e.g. enumerating. Even a refused GL adapter is
+#: created by enumeration, so no adapter object may be dropped from a caller's frame.
 _lock = threading.Lock()
+_enumerated: list | None = None
 
 _OPTIONAL_FEATURES = ("subgroup", "shader-f16", "timestamp-query")
 
@@ -33,9 +37,13 @@ def _info(adapter) -> AdapterInfo:
 
 
 def _adapters():
+    """Every adapter wgpu-py sees (the same objects on every call, see ``_enumerated``)."""
+    global _enumerated
     wgpu = _wgpu()
     with _lock:
-        return list(wgpu.gpu.enumerate_adapters_sync())
+        if _enumerated is None:
+            _enumerated = list(wgpu.gpu.enumerate_adapters_sync())
+        return list(_enumerated)
 
 
 def list_adapters() -> list[AdapterInfo]:
