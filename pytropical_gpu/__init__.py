@@ -7,7 +7,7 @@ array([[6]], dtype=int32)
 
 from .api import andor_matmul, default_context, matmul, pack_cols, pack_rows
 from .backends import available_backends, get_backend
-from .errors import BackendUnavailableError
+from .errors import BackendUnavailableError, SubnormalFlushError
 from .hybrid import HybridContext
 from .packed import PackedCols, PackedRows
 from .semirings import Semiring, get_semiring, semiring_names
@@ -19,7 +19,8 @@ __version__ = "0.1.0"  # the one version source: pyproject.toml reads it (hatch 
 
 __all__ = [
     "BackendUnavailableError", "HybridContext", "PackedCols", "PackedRows", "Semiring",
-    "SoftTernaryVec", "TernaryVec", "andor_matmul", "available_backends", "bind", "bundle", "cosine",
-    "cosine_similarity", "default_context", "dot", "dot_similarity", "get_backend", "get_semiring",
-    "matmul", "multiset", "pack_cols", "pack_rows", "permute", "search", "semiring_names", "unbind",
+    "SoftTernaryVec", "SubnormalFlushError", "TernaryVec", "andor_matmul", "available_backends",
+    "bind", "bundle", "cosine", "cosine_similarity", "default_context", "dot", "dot_similarity",
+    "get_backend", "get_semiring", "matmul", "multiset", "pack_cols", "pack_rows", "permute",
+    "search", "semiring_names", "unbind",
 ]

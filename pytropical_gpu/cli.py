@@ -53,13 +53,16 @@ def versions() -> dict[str, str | None]:
 def wgpu_adapters() -> dict[str, Any]:
     """Every adapter ``wgpu.gpu.enumerate_adapters_sync()`` reports, or the reason there are none."""
     try:
-        import wgpu
+        import wgpu  # noqa: F401 - is it installed?
     except ImportError as e:
         return {"error": f"wgpu is not installed ({e}); pip install wgpu"}
+    from .backends.wgpu.runtime_wgpupy import _adapters, _info
+
     try:
-        adapters = wgpu.gpu.enumerate_adapters_sync()
+        adapters = _adapters()  # the backend's own enumeration: GL adapters are never released
     except Exception as e:
         return {"error": f"enumerate_adapters_sync failed: {type(e).__name__}: {e}"}
+
     out = []
     for a in adapters:
         info = dict(a.info)
@@ -69,8 +72,16 @@ def wgpu_adapters() -> dict[str, Any]:
             "description": info.get("description", ""), "backend_type": info.get("backend_type", ""),
             "adapter_type": info.get("adapter_type", ""), "is_fallback_adapter": fallback,
             "software": fallback or str(info.get("adapter_type", "")).upper() == "CPU",
+            "refused": _refusal(_info(a)),
         })
     return {"adapters": out}
+
+
+def _refusal(adapter_info) -> str | None:
+    """Why the wgpu backend never opens this adapter (null/placeholder, OpenGL), or None."""
+    from .backends.wgpu.adapters import refusal
+
+    return refusal(adapter_info)
 
 
 def webgpu_runtime() -> dict[str, Any]:
@@ -90,7 +101,7 @@ def webgpu_runtime() -> dict[str, Any]:
             "selected": r["selected"], "ok": r["ok"], "reason": r["reason"],
             "adapters": [{"device": a.name, "vendor": a.vendor, "backend_type": a.backend,
                           "adapter_type": a.adapter_type, "is_fallback_adapter": a.is_fallback,
-                          "software": a.software} for a in r["adapters"]]}
+                          "software": a.software, "refused": _refusal(a)} for a in r["adapters"]]}
     return out
 
 
@@ -190,7 +201,7 @@ def check_backend(name: str) -> dict[str, Any]:
     """Probe a backend and, if it is available, run the known-answer check on it."""
     from .backends import get_backend, probe
 
-    ok, reason = probe(name)
+    ok, reason = probe(name)  # wgpu: the adapter is opened and its known-answer check run here
     res: dict[str, Any] = {"ok": ok, "reason": reason}
     if not ok:
         res["check"] = {"status": "SKIP", "reason": reason}
@@ -246,7 +257,7 @@ def info_text(d: dict[str, Any]) -> str:
     for i, a in enumerate(d["wgpu"].get("adapters", [])):
         soft = "software (never chosen by auto)" if a["software"] else "hardware"
         lines.append(f"  [{i}] {a['device']}  backend={a['backend_type']}  type={a['adapter_type']}  "
-                     f"{soft}")
+                     f"{soft}{'  REFUSED' if a.get('refused') else ''}")
     rt = d.get("webgpu_runtime", {})
     if rt.get("implementation") or rt.get("error"):
         lines += ["", "WebGPU runtimes of the wgpu backend (PYTROPICAL_WEBGPU=wgpu|dawn)"]
@@ -260,7 +271,7 @@ def info_text(d: dict[str, Any]) -> str:
         for i, a in enumerate(r["adapters"]):
             soft = "software" if a["software"] else "hardware"
             lines.append(f"    {rname}[{i}] {a['device']}  backend={a['backend_type']}  "
-                         f"type={a['adapter_type']}  {soft}")
+                         f"type={a['adapter_type']}  {soft}{'  REFUSED' if a.get('refused') else ''}")
     lines += ["", "cuda devices (cupy)"]
     if "error" in d["cuda"]:
         lines.append(f"  none: {d['cuda']['error']}")
@@ -283,6 +294,14 @@ def info_text(d: dict[str, Any]) -> str:
         else:
             lines.append(f"  {name:<5} {chk['status']:<12} {_first_line(chk['reason'], 300)}{secs}")
         lines.append(f"  {'':<5} {'':<12} probe: {b['reason']}")
+        desc = b.get("describe") or {}
+        if "flushes_subnormals" in desc:
+            kind = "software" if desc.get("software") else "hardware"
+            sub = ("FLUSHED to zero: float calls that could meet subnormals raise "
+                   "SubnormalFlushError, auto sends them to an exact backend"
+                   if desc["flushes_subnormals"] else "kept (exact)")
+            lines.append(f"  {'':<5} {'':<12} adapter: {desc.get('device')} ({desc.get('backend')}, "
+                         f"{kind}); subnormals {sub}")
     lines += ["", f"auto picks GPU backend: {d.get('auto_gpu') or 'none (cpu only)'}"]
     if d.get("env"):
         lines.append("environment: " + ", ".join(f"{k}={v}" for k, v in d["env"].items()))

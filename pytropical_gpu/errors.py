@@ -34,3 +34,27 @@ class BackendUnavailableError(RuntimeError):
 class DeviceMemoryError(MemoryError):
     """The GPU could not allocate memory for an operation (what it took is released again, and the
     next call works); a MemoryError, as CuPy's ``OutOfMemoryError`` is."""
+
+
+class SubnormalFlushError(ValueError):
+    """A float operation would meet subnormal values on a WebGPU adapter that flushes them to zero.
+
+    WGSL allows an adapter to flush (an NVIDIA GPU through Vulkan does), so such a result could
+    differ from numpy's. A ``ValueError``; the message names the operation, the operand, how many
+    subnormals, the adapter, and the fix (``backend='cuda'`` or ``'cpu'``, or zero them first).
+    ``"auto"`` routing never raises it: it sends such a call to an exact backend.
+
+    Parameters
+    ----------
+    message : str
+        What was refused and why (built by the wgpu backend).
+
+    Shapes:
+        not applicable.
+
+    Examples
+    --------
+    >>> e = SubnormalFlushError("matmul: a holds 3 subnormal values ...")
+    >>> isinstance(e, ValueError)
+    True
+    """

@@ -2,7 +2,7 @@
 
 Small problems lose more to launch and transfer latency than they gain from a GPU, so below a
 per-operation threshold work runs on numpy. "auto" picks cuda when CuPy sees a device, else a
-*hardware* wgpu adapter; a software adapter (llvmpipe, adapter type CPU) is never chosen.
+*hardware* wgpu adapter (never a software one); a call it could get wrong goes elsewhere (``_exact``).
 """
 
 from __future__ import annotations
@@ -190,9 +190,8 @@ class HybridContext:
                out: Any = None, return_argmax: bool = False, backend: str | None = None) -> Any:
         """See :func:`pytropical_gpu.matmul`."""
         be = self._choose(backend, "matmul", gemm_shapes.work_size(a, b), a, b)
-        if backend is None and self.backend == "auto" and \
-                gemm_shapes.dtype_name(a) not in be.gemm_dtypes:
-            be = get_backend("cpu")  # "auto" sends dtypes a GPU lacks (wgpu: 64-bit) to one with them
+        if backend is None and self.backend == "auto":
+            be = self._exact(be, semiring, {"a": a, "b": b, "c": c})
         return be.matmul(a, b, semiring, c=c, out=out, return_argmax=return_argmax)
 
     def pack_rows(self, a: Any, *, backend: str | None = None) -> PackedRows:
@@ -241,6 +240,19 @@ class HybridContext:
 
     dot_similarity = dot
     cosine_similarity = cosine
+
+    @staticmethod
+    def _exact(be: Backend, semiring: Any, operands: dict[str, Any]) -> Backend:
+        """"auto"'s last word on a matmul: dtypes a GPU lacks (wgpu: 64-bit) go to cpu, a call it could
+        get wrong (``inexact_reason``: subnormals on a flushing adapter) to cuda if usable, else cpu."""
+        if gemm_shapes.dtype_name(operands["a"]) not in be.gemm_dtypes:
+            return get_backend("cpu")
+        why = be.inexact_reason(semiring, None, operands) if hasattr(be, "inexact_reason") else None
+        if not why:
+            return be
+        target = "cuda" if probe("cuda")[0] else "cpu"
+        log.info("auto: not on %s (%s); running on %s", be.name, why, target)
+        return get_backend(target)
 
     def _choose(self, backend: str | None, op: str, size: int, *arrays: Any) -> Backend:
         if backend is not None:

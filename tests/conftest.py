@@ -19,7 +19,27 @@ REQUIRED = {s.strip() for s in os.environ.get("PYTROPICAL_REQUIRE", "").split(",
 def pytest_report_header(config):
     return [f"pytropical_gpu test seed: PYTROPICAL_TEST_SEED={SEED}",
             "backends: " + ", ".join(f"{b}={'ok' if probe(b)[0] else 'unavailable'} ({probe(b)[1]})"
-                                     for b in BACKENDS)]
+                                     for b in BACKENDS),
+            _wgpu_header()]
+
+
+def pytest_terminal_summary(terminalreporter):
+    # the header is hidden under -q (the README's command): say it again at the end
+    terminalreporter.write_line(_wgpu_header())
+
+
+def _wgpu_header() -> str:
+    """Which adapter the wgpu tests ran on (or why none): name, backend type, software or not,
+    and whether it flushes subnormals (then float tests expect SubnormalFlushError)."""
+    ok, reason = probe("wgpu")
+    if not ok:
+        return f"wgpu adapter: none, wgpu tests skip: {reason}"
+    from pytropical_gpu.backends import get_backend
+
+    d = get_backend("wgpu").describe()
+    return (f"wgpu adapter: {d['device']} | {d['runtime']} | backend {d['backend']} | "
+            f"{'software' if d['software'] else 'hardware'} | "
+            f"{'FLUSHES subnormals' if d['flushes_subnormals'] else 'keeps subnormals'}")
 
 
 def require_backend(name: str) -> str:

@@ -129,6 +129,7 @@ def test_fallback_adapter_never_chosen_by_auto(monkeypatch):
             AdapterInfo("SwiftShader", "Google", "Vulkan", "Unknown", True)]
     monkeypatch.setattr(wmod, "probe_runtime", lambda: (True, "test"))
     monkeypatch.setattr(wmod, "list_adapters", lambda: soft)
+    monkeypatch.setattr(wmod, "_opens", lambda: (True, "opened, known-answer check passed"))
     assert wmod.hardware_available()[0] is False
     monkeypatch.setattr(hybrid, "probe", lambda name: (False, "no cuda in this test"))
     ctx = hybrid.HybridContext(backend="auto")

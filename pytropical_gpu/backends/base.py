@@ -147,6 +147,7 @@ class Backend:
             nan = arr.has_nan() if _arrays.is_wgpu(arr) else bool(xp.isnan(arr).any())
             if nan:
                 raise ValueError(f"matmul: {nm} contains NaN")
+        self._check_operands("matmul", sr, dt, {"a": A, "b": B, "c": C})
         if out is not None:
             out_view = self._check_out(out, g.result, dt)
         if m == 0 or n == 0 or batch == 0:
@@ -189,6 +190,9 @@ class Backend:
             return ("its kernels have no bool element type (the builtin lor_land/lxor_land run as "
                     "packed bits)")
         return f"user-defined semirings run on {', '.join(sorted(self.user_dtypes))} here"
+
+    def _check_operands(self, op: str, sr: Semiring, dt: np.dtype, operands: dict) -> None:
+        """Raise if this backend cannot run ``op`` exactly on these (validated) operands."""
 
     def _check_out(self, out: Any, shape: tuple, dt: np.dtype) -> Any:
         """Validate ``out`` before any work; returns a numpy/cupy view of its memory."""

@@ -2,28 +2,57 @@
 
 Every operation runs as compute shaders rendered from the templates in ``wgsl/``; raw WebGPU calls
 live behind :class:`.runtime.Runtime` only. See :mod:`.gemm`, :mod:`.boolean` and :mod:`.vsa`.
+An adapter is used only once it passed the refusal rule (:mod:`.adapters`) and the known-answer
+check (:mod:`.selfcheck`); :func:`probe` reports both.
 """
 
 from __future__ import annotations
 
+from .adapters import refusal
 from .runtime import list_adapters, probe_runtime, software_adapter
 
 
 def probe() -> tuple[bool, str]:
-    """(ok, reason): the WebGPU library is importable and sees at least one adapter."""
-    return probe_runtime()
+    """(ok, reason): an adapter that is not refused opens and passes the known-answer check.
 
-
-def hardware_available() -> tuple[bool, str]:
-    """True only for a hardware adapter (never llvmpipe/lavapipe or a fallback adapter)."""
+    Opens the device on the first call (the backend registry caches the answer)."""
     ok, reason = probe_runtime()
     if not ok:
         return False, reason
-    hw = [a for a in list_adapters() if not software_adapter(a.adapter_type, a.is_fallback)]
+    from ...errors import BackendUnavailableError
+    from .engine import get_engine
+
+    try:
+        eng = get_engine()
+    except BackendUnavailableError as e:
+        return False, e.reason
+    flush = "flushes subnormals" if eng.flushes_subnormals else "keeps subnormals"
+    return True, f"{reason}, known-answer check passed, {flush}"
+
+
+def hardware_available() -> tuple[bool, str]:
+    """True only for a hardware adapter (never llvmpipe/lavapipe, a fallback or a refused adapter)
+    that opened and passed the known-answer check; a machine with only software adapters opens
+    nothing here. (HybridContext caches the answer.)"""
+    ok, reason = probe_runtime()
+    if not ok:
+        return False, reason
+    hw = [a for a in list_adapters()
+          if not software_adapter(a.adapter_type, a.is_fallback) and refusal(a) is None]
     if not hw:
-        return False, "only software WebGPU adapters (llvmpipe/fallback) are present"
+        return False, "only software WebGPU adapters (llvmpipe/lavapipe/fallback) are present"
+    ok, reason = _opens()
+    if not ok:
+        return False, reason
     a = hw[0]
     return True, f"{a.name} ({a.backend}, {a.adapter_type})"
+
+
+def _opens() -> tuple[bool, str]:
+    """The backend registry's cached probe: the adapter opened and passed the check."""
+    from .. import probe as registry_probe
+
+    return registry_probe("wgpu")
 
 
 def create():

@@ -46,7 +46,8 @@ class WgpuArray:
 
     Attributes: ``shape``, ``dtype``, ``ndim``, ``size``, ``nbytes``, ``offset`` (bytes into the
     buffer: views made by ``reshape`` / leading-axis indexing share it), ``validated`` and
-    ``stats`` (facts computed once at creation: ``nan``, ``inf``, ``min``, ``max``).
+    ``stats`` (facts computed once at creation: ``nan``, ``inf``, ``subnormal`` (count) and
+    ``min_abs`` (smallest non-zero magnitude) for floats, ``min``, ``max`` for integers).
     ``.get()`` / ``np.asarray(x)`` copy it back to a new numpy array.
     """
 
@@ -248,7 +249,13 @@ def _stats(a: np.ndarray) -> dict:
     if a.size == 0:
         return {}
     if a.dtype.kind == "f":
-        return {"nan": bool(np.isnan(a).any()), "inf": bool(np.isinf(a).any())}
+        # subnormal count and smallest non-zero magnitude: what a subnormal-flushing adapter's
+        # rule (flush.py) needs, so calls on this array never read it back
+        mag = np.abs(a)
+        nz = mag[mag != 0]
+        return {"nan": bool(np.isnan(a).any()), "inf": bool(np.isinf(a).any()),
+                "subnormal": int(np.count_nonzero(nz < np.finfo(a.dtype).tiny)),
+                "min_abs": float(nz.min()) if nz.size else float("inf")}
     if a.dtype.kind in "iu":
         return {"min": int(a.min()), "max": int(a.max())}
     return {}

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ... import _arrays
-from ...semirings import Semiring
+from ...semirings import Semiring, get_semiring
 from ..base import Backend
-from . import boolean, gemm, vsa
+from . import boolean, flush, gemm, vsa
 from .array import WgpuArray, host
 from .engine import Engine, get_engine
 
@@ -35,13 +37,47 @@ class WgpuBackend(Backend):
             return x
         return WgpuArray.from_numpy(_arrays.to_numpy(x), self.engine)
 
+    @property
+    def flushes_subnormals(self) -> bool:
+        """True when the adapter flushes subnormal floats to zero (found by the known-answer check
+        when it was opened); float calls that could meet subnormals then raise, see :mod:`.flush`."""
+        return bool(self.engine.flushes_subnormals)
+
     def describe(self) -> dict:
         rt = self.engine.rt
         i = rt.info
+        chk = self.engine.selfcheck
         return {"name": self.name, "runtime": rt.name, "device": i.name, "vendor": i.vendor,
                 "backend": i.backend, "adapter_type": i.adapter_type, "software": i.software,
+                "flushes_subnormals": self.flushes_subnormals,
+                "self_check": dict(chk.cases) if chk is not None else None,
                 "max_storage_binding": rt.limits.max_storage_binding,
                 "features": sorted(rt.features)}
+
+    def _flush_rule(self, op: str, sr: Semiring, dt, operands: dict):
+        if not self.flushes_subnormals:
+            return None
+        i = self.engine.rt.info
+        return flush.reason(op, sr, np.dtype(dt), operands, f"{i.name} ({i.backend})")
+
+    def inexact_reason(self, sr: str | Semiring, dtype=None, operands: dict | None = None,
+                       op: str = "matmul") -> str | None:
+        """Why ``op`` with these operands ({"a": ..., "b": ..., "c": ...}; arrays, WgpuArrays or
+        None) may not be exact here (an adapter that flushes subnormals), or None. ``dtype``
+        defaults to a's. "auto" routing asks this before sending a call here."""
+        if not self.flushes_subnormals:
+            return None
+        ops = {k: self.asnative(v, k) for k, v in (operands or {}).items() if v is not None}
+        if not ops:
+            return None
+        dtype = next(iter(ops.values())).dtype if dtype is None else dtype
+        got = self._flush_rule(op, get_semiring(sr), dtype, ops)
+        return None if got is None else got[1]
+
+    def _check_operands(self, op: str, sr: Semiring, dt, operands: dict[str, Any]) -> None:
+        got = self._flush_rule(op, sr, dt, {k: v for k, v in operands.items() if v is not None})
+        if got is not None:
+            raise got[0](got[1])
 
     def _check_semiring(self, sr: Semiring, dt: np.dtype) -> None:
         if dt.name == "float64":

@@ -16,6 +16,7 @@ from collections import OrderedDict, defaultdict
 
 import numpy as np
 
+from ...errors import BackendUnavailableError
 from .. import _process
 from . import templating
 from .array import WgpuArray
@@ -56,6 +57,10 @@ class Engine:
         self._pipelines: OrderedDict[tuple, object] = OrderedDict()
         self.stats = {"compiles": 0, "hits": 0, "evictions": 0}
         self.lock = OpLock(self.pool)
+        #: set by get_engine from the known-answer check (:mod:`.selfcheck`)
+        self.selfcheck = None
+        #: the adapter flushes subnormal floats to zero (WGSL allows it): see :mod:`.flush`
+        self.flushes_subnormals = False
 
     # ------------------------------------------------------------------ pipelines
     def pipeline(self, template: str, **params):
@@ -172,21 +177,47 @@ def pack_params(*values: int, fmt: str = "I") -> bytes:
 
 
 _engine: Engine | None = None
+#: why the adapter may not be used (refused, device request failed, or known-answer check failed):
+#: decided once per process, never retried
+_engine_error: str | None = None
 _engine_lock = threading.Lock()
 #: a forked child's inherited device objects: never released there (a release could hang)
 _abandoned: list = []
 
 
 def get_engine() -> Engine:
-    """The process-wide engine (creates the device on first use)."""
-    global _engine
+    """The process-wide engine. The first call (under a lock: threads making their first call at
+    once get the same engine) opens the adapter and runs the known-answer check of
+    :mod:`.selfcheck`; an adapter that fails it is never used (BackendUnavailableError, also on
+    every later call)."""
+    global _engine, _engine_error
     _process.check("wgpu")
     with _engine_lock:
-        if _engine is None:
-            _engine = Engine(create_runtime())
-            rt = _engine.rt
-            log.info("wgpu: %s (%s, %s), max binding %d MiB", rt.info.name, rt.info.backend,
-                     rt.info.adapter_type, rt.limits.max_storage_binding >> 20)
+        if _engine is not None:
+            return _engine
+        if _engine_error is not None:
+            raise BackendUnavailableError("wgpu", _engine_error)
+        try:
+            rt = create_runtime()
+        except Exception as e:  # noqa: BLE001 - refused adapter, device request failed
+            _engine_error = str(e) or type(e).__name__
+            raise BackendUnavailableError("wgpu", _engine_error) from e
+        from . import selfcheck
+
+        eng = Engine(rt)
+        res = selfcheck.run(eng)
+        if not res.ok:
+            i = rt.info
+            _engine_error = (f"{rt.name}: adapter {i.name} ({i.backend}, {i.adapter_type}) failed "
+                             f"the known-answer check, so it is never used: {res.reason}")
+            rt.close()
+            raise BackendUnavailableError("wgpu", _engine_error)
+        eng.selfcheck = res
+        eng.flushes_subnormals = res.flushes_subnormals
+        log.info("wgpu: %s (%s, %s), max binding %d MiB%s", rt.info.name, rt.info.backend,
+                 rt.info.adapter_type, rt.limits.max_storage_binding >> 20,
+                 ", flushes subnormals" if res.flushes_subnormals else "")
+        _engine = eng
         return _engine
 
 

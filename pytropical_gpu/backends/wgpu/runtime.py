@@ -22,9 +22,9 @@ The model is deliberately small:
 
 An implementation module (``runtime_wgpupy.py``, ``runtime_dawn.py``) exports three functions:
 ``probe() -> (ok, reason)`` (is the library importable and is there any adapter; creates no device),
-``list_adapters() -> list[AdapterInfo]`` and ``create() -> Runtime`` (hardware adapter first, a
-software one only when no hardware adapter exists; env ``PYTROPICAL_WGPU_ADAPTER`` = substring of the
-adapter name picks one explicitly).
+``list_adapters() -> list[AdapterInfo]`` and ``create() -> Runtime`` (the adapter
+:func:`.adapters.choose_adapter` picks: hardware first; null/placeholder and OpenGL adapters are
+refused before any device is requested).
 
 Limits (:class:`Limits`) are the adapter's real limits, requested when the device was created; the
 callers tile work so that no binding exceeds ``max_storage_binding`` and no dispatch dimension
@@ -168,7 +168,6 @@ class Runtime(abc.ABC):
 #: build ("auto" layouts drop bindings the compiler found unused).
 _BINDING_RE = re.compile(
     r"@group\(0\)\s*@binding\((\d+)\)\s*var<\s*(uniform|storage)\s*(?:,\s*(read_write|read))?\s*>")
-_TYPE_RANK = {"DISCRETEGPU": 0, "INTEGRATEDGPU": 1, "VIRTUALGPU": 2, "UNKNOWN": 3, "CPU": 4}
 
 
 def binding_kinds(source: str) -> dict[int, str]:
@@ -182,26 +181,16 @@ def binding_kinds(source: str) -> dict[int, str]:
 
 
 def pick_adapter(adapters: Sequence[Any], info: Any) -> Any:
-    """The adapter to use: ``PYTROPICAL_WGPU_ADAPTER`` (a substring of name or vendor) if set, else
-    hardware before software, discrete before integrated, native APIs before GL."""
-    want = os.environ.get("PYTROPICAL_WGPU_ADAPTER", "").strip().lower()
-    if want:
-        for a in adapters:
-            inf = info(a)
-            if want in inf.name.lower() or want in inf.vendor.lower():
-                return a
-        from ...errors import BackendUnavailableError  # never another adapter than the one asked for
+    """The adapter to open (:func:`.adapters.choose_adapter`: ``PYTROPICAL_WGPU_ADAPTER`` if set,
+    else hardware first; never a refused one), or BackendUnavailableError with the reason: never
+    another adapter than the one asked for."""
+    from ...errors import BackendUnavailableError
+    from .adapters import choose_adapter
 
-        present = "; ".join(f"{info(a).name} ({info(a).vendor}, {info(a).backend})" for a in adapters)
-        raise BackendUnavailableError("wgpu", f"PYTROPICAL_WGPU_ADAPTER={want!r} matches no adapter's "
-                                      f"name or vendor; adapters present: {present or 'none'}")
-
-    def key(a):
-        inf = info(a)
-        return (int(inf.software), _TYPE_RANK.get(inf.adapter_type.upper(), 3),
-                0 if inf.backend.lower() in ("vulkan", "metal", "d3d12") else 1)
-
-    return sorted(adapters, key=key)[0]
+    adapter, why = choose_adapter(adapters, info)
+    if adapter is None:
+        raise BackendUnavailableError("wgpu", why)
+    return adapter
 
 
 def software_adapter(adapter_type: str, is_fallback: bool) -> bool:

@@ -23,7 +23,8 @@ import logging
 import threading
 from collections.abc import Sequence
 
-from .runtime import AdapterInfo, Binding, Copy, Dispatch, Limits, Runtime, binding_kinds, pick_adapter
+from .adapters import choose_adapter, refusal
+from .runtime import AdapterInfo, Binding, Copy, Dispatch, Limits, Runtime, binding_kinds
 
 log = logging.getLogger("pytropical_gpu")
 
@@ -151,10 +152,6 @@ def list_adapters() -> list[AdapterInfo]:
         _release_adapters(adapters)
 
 
-def _pick(adapters):
-    return pick_adapter(adapters, _info)
-
-
 def probe() -> tuple[bool, str]:
     try:
         _dawn()
@@ -169,8 +166,11 @@ def probe() -> tuple[bool, str]:
     if not adapters:
         return False, (f"dawn-python {_version()}: no WebGPU adapter (no Vulkan/Metal/D3D12 driver; "
                        "on software Vulkan Dawn needs Mesa >= 25)")
-    best = _info(_pick(adapters))
+    adapter, why = choose_adapter(adapters, _info)
+    best = None if adapter is None else _info(adapter)
     _release_adapters(adapters)
+    if best is None:
+        return False, f"dawn-python {_version()}: {why}"
     kind = "software" if best.software else best.adapter_type
     return True, f"dawn-python {_version()}: {best.name} ({best.backend}, {kind})"
 
@@ -231,10 +231,15 @@ class DawnRuntime(Runtime):
             found = _adapters()
             if not found:
                 raise RuntimeError("dawn: no WebGPU adapter")
-            adapter = _pick(found)
+            adapter, why = choose_adapter(found, _info)
             _release_adapters(found, keep=adapter)
+            if adapter is None:
+                raise RuntimeError(f"dawn: {why}")
         self.adapter = adapter
         self.info = _info(adapter)
+        why = refusal(self.info)
+        if why:  # refused before a device exists
+            raise RuntimeError(f"dawn: {why}")
         self._errors: list[str] = []
 
         supported = webgpu.WGPUSupportedFeatures()

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Sequence
 
-from .runtime import AdapterInfo, Binding, Copy, Dispatch, Limits, Runtime, binding_kinds, pick_adapter
+from .adapters import choose_adapter, refusal
+from .runtime import AdapterInfo, Binding, Copy, Dispatch, Limits, Runtime, binding_kinds
 
 log = logging.getLogger("pytropical_gpu")
+#: The adapters, enumerated once per process (under the lock) and never released while it runs:
+#: wgpu-native's OpenGL adapter aborts the process (EGL BadAccess, a panic that cannot unwind) when
+#: it is released while another thread uses EGL, e.g. enumerating. Even a refused GL adapter is
+#: created by enumeration, so no adapter object may be dropped from a caller's frame.
+_lock = threading.Lock()
+_enumerated: list | None = None
 
 _OPTIONAL_FEATURES = ("subgroup", "shader-f16", "timestamp-query")
 
@@ -29,8 +37,13 @@ def _info(adapter) -> AdapterInfo:
 
 
 def _adapters():
+    """Every adapter wgpu-py sees (the same objects on every call, see ``_enumerated``)."""
+    global _enumerated
     wgpu = _wgpu()
-    return list(wgpu.gpu.enumerate_adapters_sync())
+    with _lock:
+        if _enumerated is None:
+            _enumerated = list(wgpu.gpu.enumerate_adapters_sync())
+        return list(_enumerated)
 
 
 def list_adapters() -> list[AdapterInfo]:
@@ -46,15 +59,20 @@ def probe() -> tuple[bool, str]:
         adapters = _adapters()
     except Exception as e:  # noqa: BLE001
         return False, f"wgpu {wgpu.__version__}: adapter enumeration failed: {e}"
-    if not adapters:
-        return False, f"wgpu {wgpu.__version__}: no WebGPU adapter (no Vulkan/Metal/D3D12 driver)"
-    best = _info(_pick(adapters))
+    adapter, why = choose_adapter(adapters, _info)
+    if adapter is None:
+        return False, f"wgpu {wgpu.__version__}: {why}"
+    best = _info(adapter)
     kind = "software" if best.software else best.adapter_type
     return True, f"wgpu {wgpu.__version__}: {best.name} ({best.backend}, {kind})"
 
 
 def _pick(adapters):
-    return pick_adapter(adapters, _info)
+    """The adapter to open, or RuntimeError saying why none may be (never a refused one)."""
+    adapter, why = choose_adapter(adapters, _info)
+    if adapter is None:
+        raise RuntimeError(f"wgpu: {why}")
+    return adapter
 
 
 class WgpuPyRuntime(Runtime):
@@ -68,6 +86,9 @@ class WgpuPyRuntime(Runtime):
         adapter = adapter or _pick(_adapters())
         self.adapter = adapter
         self.info = _info(adapter)
+        why = refusal(self.info)
+        if why:  # refused before a device (and its poll thread) exists
+            raise RuntimeError(f"wgpu: {why}")
         al = adapter.limits
         want = {}
         for key in ("max-storage-buffer-binding-size", "max-buffer-size",
