@@ -77,7 +77,10 @@ def search(eng: Engine, ap, an, bp, bn, k: int):
     out_i = np.empty((q, k), np.int64)
     out_s = np.empty((q, k), np.int64)
     qb = _qb(q)
-    p_dot = eng.pipeline("vsa_search_dot", **dot_params(qb, eng.limits.max_workgroup_storage))
+    # workgroup memory: WebGPU's guaranteed 16 KiB at most, so the variants are the same on every
+    # device (``variants.vsa_variants``); the rounds beyond it cost two barriers each
+    storage = min(eng.limits.max_workgroup_storage, 16384)
+    p_dot = eng.pipeline("vsa_search_dot", **dot_params(qb, storage))
     p_score = eng.pipeline("vsa_search", SRC="score", RPT=SEARCH_RPT)
     p_cand = eng.pipeline("vsa_search", SRC="cand", RPT=SEARCH_RPT)
     lim = eng.max_binding
