@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...semirings import Semiring, get_semiring, semiring_names
-from . import boolean, gemm, templating, vsa
+from . import boolean, gemm, templating, vsa, vsa_search
 from .engine import WG
 
 #: counter widths a SoftTernaryVec can have (the spec's 1 to 31), all proved: the template unrolls
@@ -120,7 +120,8 @@ def boolean_variants() -> list[Variant]:
 def vsa_variants() -> list[Variant]:
     out = [_v("vsa_elementwise", OP="bind", BITS=0, WG=WG), _v("vsa_dot"), _v("vsa_permute", WG=WG)]
     out += [_v("vsa_nnz", WG=WG)]
-    out += [_v("vsa_search", SRC=src, RPT=vsa.SEARCH_RPT) for src in ("dot", "cand")]
+    out += [_v("vsa_search", SRC=src, RPT=vsa.SEARCH_RPT) for src in ("score", "cand")]
+    out += [_v("vsa_search_dot", **vsa_search.dot_params(qb)) for qb in vsa_search.query_blocks()]
     out += [_v("vsa_bundle", WIDTH=w, WG=WG) for w in BUNDLE_WIDTHS]
     for bits in range(1, MAX_BITS + 1):
         out += [_v("vsa_elementwise", OP=op, BITS=bits, WG=WG) for op in ("accumulate", "harden")]

@@ -1,5 +1,5 @@
 """Bitsliced ternary VSA kernels: bind, bundle, dot (two-level exact), permute, accumulate, harden,
-nnz and the fused search top-k.
+nnz; the search top-k lives in :mod:`.vsa_search` (re-exported here).
 
 Arrays are uint32 word planes (see base.py's kernel contract). Work beyond one storage binding runs
 in chunks of words or rows; a single row beyond one binding runs in word ranges (:mod:`.vsa_long`);
@@ -14,6 +14,7 @@ from . import vsa_long as long
 from .array import WgpuArray, host
 from .engine import WG, Engine, pack_params
 from .vsa_long import chunks as _chunks
+from .vsa_search import SEARCH_RPT, TOPK_MAX, exact_words, search  # noqa: F401 (the backend's names)
 
 
 def bind(eng: Engine, ap, an, bp, bn):
@@ -94,85 +95,6 @@ def dot(eng: Engine, ap, an, bp, bn):
             eng.release(*mb, res)
         eng.release(*qa)
     return out
-
-
-#: largest k that :func:`search` selects on the GPU (one reduction round per k); larger k goes through
-#: the host path (all dot scores read back, numpy argsort), see ``WgpuBackend._search``
-TOPK_MAX = 64
-#: rows (pass one) or candidates (merge passes) per thread in ``vsa_search``: TR = 256 * RPT per
-#: workgroup, so each pass shrinks the candidate list by at least TR / TOPK_MAX = 16
-SEARCH_RPT = 4
-_TR = 256 * SEARCH_RPT
-
-
-def exact_words(w: int) -> bool:
-    """True when a per-row sum over w words fits i32 on the GPU: |dot|, nnz <= 32 * w < 2^31."""
-    return 32 * int(w) < 2**31
-
-
-def search(eng: Engine, ap, an, bp, bn, k: int):
-    """The k best memory rows per query, (idx int64 (Q, k), scores int64 (Q, k)), descending, ties
-    to the smaller index; only (Q, k) pairs per memory chunk come back to the host.
-
-    Pass one (``vsa_search`` SRC=dot): one workgroup per (query, TR memory rows) computes the exact
-    dots (i32 per row, ``exact_words``) and keeps its k best (score, global index); merge passes
-    (SRC=cand) reduce each query's candidate list TR at a time until one group of k is left. All
-    passes of a chunk go in one submit. Memory beyond one binding runs in row chunks whose (Q, k)
-    results are merged on the host (k per chunk)."""
-    q, w = ap.shape
-    m = bp.shape[0]
-    assert 1 <= k <= min(m, TOPK_MAX) and exact_words(w) and m < 0xFFFFFFFF
-    if long.is_long(eng, w):  # few rows, each beyond a binding: tiled dots, ranked on the host
-        scores = dot(eng, ap, an, bp, bn)
-        order = np.argsort(-scores, axis=-1, kind="stable")[:, :k]  # ties: the smaller index
-        return order.astype(np.int64), np.take_along_axis(scores, order, axis=-1)
-    out_i = np.empty((q, k), np.int64)
-    out_s = np.empty((q, k), np.int64)
-    p_dot = eng.pipeline("vsa_search", SRC="dot", RPT=SEARCH_RPT)
-    p_cand = eng.pipeline("vsa_search", SRC="cand", RPT=SEARCH_RPT)
-    lim = eng.max_binding
-    wmax = eng.limits.max_workgroups_per_dim
-    rows = max(1, lim // (4 * w))
-    mrows = min(rows, m, wmax * wmax * _TR)
-    gmax = -(-mrows // _TR)  # pass-one groups per query in any memory chunk
-    qrows = max(1, min(rows, lim // (4 * gmax * k), (wmax * wmax) // gmax))
-    for q0, q1 in _chunks(q, qrows):
-        nq = q1 - q0
-        qa = [eng.upload(x[q0:q1]) for x in (ap, an)]
-        parts = []
-        for m0, m1 in _chunks(m, mrows):
-            mb = [eng.upload(x[m0:m1]) for x in (bp, bn)]
-            groups = -(-(m1 - m0) // _TR)
-            cur = [eng.alloc(nq * groups * k * 4) for _ in range(2)]
-            gx, gy, _ = eng.grid(nq * groups)
-            cmds = [eng.dispatch(p_dot, [b.binding() for b in qa + mb + cur], (gx, gy, 1),
-                                 pack_params(nq, m1 - m0, w, k, groups, gx, m0, 0))]
-            bufs = list(mb) + cur
-            length = groups * k
-            while groups > 1:
-                groups = -(-length // _TR)
-                nxt = [eng.alloc(nq * groups * k * 4) for _ in range(2)]
-                gx, gy, _ = eng.grid(nq * groups)
-                cmds.append(eng.dispatch(p_cand, [b.binding() for b in cur + nxt], (gx, gy, 1),
-                                         pack_params(nq, length, 0, k, groups, gx, 0, 0)))
-                bufs += nxt
-                cur = nxt
-                length = groups * k
-            eng.submit(cmds)
-            parts.append((eng.download(cur[0], np.int32, (nq, k)),
-                          eng.download(cur[1], np.uint32, (nq, k))))
-            eng.release(*bufs)
-        eng.release(*qa)
-        if len(parts) == 1:
-            s, i = parts[0]
-            out_s[q0:q1], out_i[q0:q1] = s, i
-        else:  # merge the chunks' k best on the host: (-score, index) lexicographic
-            s = np.concatenate([p[0] for p in parts], axis=1).astype(np.int64)
-            i = np.concatenate([p[1] for p in parts], axis=1).astype(np.int64)
-            order = np.lexsort((i, -s), axis=-1)[:, :k]
-            out_s[q0:q1] = np.take_along_axis(s, order, axis=-1)
-            out_i[q0:q1] = np.take_along_axis(i, order, axis=-1)
-    return out_i, out_s
 
 
 def nnz(eng: Engine, p, n):

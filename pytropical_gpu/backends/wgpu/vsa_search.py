@@ -1,0 +1,151 @@
+"""Item-memory search on the GPU: exact ternary dots of query blocks (``vsa_search_dot``), then the
+k best per query (``vsa_search``: a per-workgroup k-best selection and merge passes).
+
+Pass one reads the memory once per block of ``SEARCH_QB`` queries with coalesced loads (``L`` lanes
+per row) and writes exact i32 scores, 4 B per (query, row) against the 8 B per word of the row it
+reads; the selection passes keep only k (score, index) pairs per query. All passes of a memory chunk
+go in one submit and one (Q, k) read-back. See ``benchmarks/results/search_wgpu_notes.md``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import vsa_long as long
+from .engine import Engine, pack_params
+from .vsa_long import chunks as _chunks
+
+#: largest k that :func:`search` selects on the GPU (one reduction round per k); larger k goes through
+#: the host path (all dot scores read back, numpy argsort), see ``WgpuBackend._search``
+TOPK_MAX = 64
+#: candidates per thread in the selection passes: TR = 256 * RPT per workgroup, so each pass
+#: shrinks the candidate list by at least TR / TOPK_MAX = 16
+SEARCH_RPT = 4
+_TR = 256 * SEARCH_RPT
+#: queries per pass one (the memory is read once per block of this many queries); fewer queries
+#: use the smallest power of two that holds them. Timed variants: ``bench_search.py --variants``
+SEARCH_QB = 16
+#: lanes reading one memory row (consecutive words; 8 lanes = one 32 B sector per load)
+SEARCH_LANES = 8
+#: memory rows per thread in pass one (R x QB partial dots in registers)
+SEARCH_ROWS = 2
+
+
+def exact_words(w: int) -> bool:
+    """True when a per-row sum over w words fits i32 on the GPU: |dot|, nnz <= 32 * w < 2^31."""
+    return 32 * int(w) < 2**31
+
+
+def _qb(nq: int) -> int:
+    qb = 1
+    while qb < min(nq, SEARCH_QB):
+        qb *= 2
+    return min(qb, SEARCH_QB)
+
+
+def dot_params(qb: int, storage: int = 16384) -> dict:
+    """Template parameters of pass one for ``qb`` queries per block: CAP (row, query) pairs per
+    thread per reduction round fit ``storage`` bytes of workgroup memory."""
+    lanes, rows = SEARCH_LANES, SEARCH_ROWS
+    stride = lanes * (256 // lanes + 1)
+    cap = max(1, min(rows * qb, storage // (4 * stride)))
+    return {"QB": qb, "L": lanes, "R": rows, "CAP": cap}
+
+
+def query_blocks() -> list[int]:
+    """Every queries-per-block value :func:`search` may use (powers of two up to ``SEARCH_QB``)."""
+    return sorted({_qb(n) for n in range(1, SEARCH_QB + 1)})
+
+
+def search(eng: Engine, ap, an, bp, bn, k: int):
+    """The k best memory rows per query, (idx int64 (Q, k), scores int64 (Q, k)), descending, ties
+    to the smaller index; only (Q, k) pairs per memory chunk come back to the host.
+
+    Memory beyond one binding runs in row chunks (their k best merged on the host), queries in
+    chunks whose scores buffer and candidate lists fit a binding and whose grids fit a dispatch."""
+    q, w = ap.shape
+    m = bp.shape[0]
+    if not (1 <= k <= min(m, TOPK_MAX) and exact_words(w) and m < 0xFFFFFFFF):
+        raise ValueError(f"wgpu search: k must be in [1, min(M, {TOPK_MAX})] with exact i32 rows, "
+                         f"got k={k}, M={m}, {w} words")
+    if long.is_long(eng, w):  # few rows, each beyond a binding: tiled dots, ranked on the host
+        from . import vsa
+
+        scores = vsa.dot(eng, ap, an, bp, bn)
+        order = np.argsort(-scores, axis=-1, kind="stable")[:, :k]  # ties: the smaller index
+        return order.astype(np.int64), np.take_along_axis(scores, order, axis=-1)
+    out_i = np.empty((q, k), np.int64)
+    out_s = np.empty((q, k), np.int64)
+    qb = _qb(q)
+    # workgroup memory: WebGPU's guaranteed 16 KiB at most, so the variants are the same on every
+    # device (``variants.vsa_variants``); the rounds beyond it cost two barriers each
+    storage = min(eng.limits.max_workgroup_storage, 16384)
+    p_dot = eng.pipeline("vsa_search_dot", **dot_params(qb, storage))
+    p_score = eng.pipeline("vsa_search", SRC="score", RPT=SEARCH_RPT)
+    p_cand = eng.pipeline("vsa_search", SRC="cand", RPT=SEARCH_RPT)
+    lim = eng.max_binding
+    wmax = eng.limits.max_workgroups_per_dim
+    br = 256 // SEARCH_LANES * SEARCH_ROWS  # memory rows per pass-one workgroup
+    rows = max(1, lim // (4 * w))
+    mrows = min(rows, m, lim // 4, wmax * wmax * _TR, wmax * wmax * br)
+    gmax = -(-mrows // _TR)  # selection groups per query in any memory chunk
+    qrows = max(1, min(rows, lim // (4 * gmax * k), lim // (4 * mrows), (wmax * wmax) // gmax,
+                       (wmax * wmax) // -(-mrows // br) * qb))
+    if qrows >= qb:
+        qrows -= qrows % qb  # whole query blocks per chunk
+    for q0, q1 in _chunks(q, qrows):
+        nq = q1 - q0
+        qa = [eng.upload(x[q0:q1]) for x in (ap, an)]
+        parts = []
+        for m0, m1 in _chunks(m, mrows):
+            parts.append(_chunk(eng, (p_dot, p_score, p_cand), qa, bp, bn, nq, m0, m1, w, k, qb, br))
+        eng.release(*qa)
+        if len(parts) == 1:
+            s, i = parts[0]
+            out_s[q0:q1], out_i[q0:q1] = s, i
+        else:  # merge the chunks' k best on the host: (-score, index) lexicographic
+            s = np.concatenate([p[0] for p in parts], axis=1).astype(np.int64)
+            i = np.concatenate([p[1] for p in parts], axis=1).astype(np.int64)
+            order = np.lexsort((i, -s), axis=-1)[:, :k]
+            out_s[q0:q1] = np.take_along_axis(s, order, axis=-1)
+            out_i[q0:q1] = np.take_along_axis(i, order, axis=-1)
+    return out_i, out_s
+
+
+def _chunk(eng: Engine, pipes, qa, bp, bn, nq, m0, m1, w, k, qb, br):
+    """(scores int32 (nq, k), indices uint32 (nq, k)) of memory rows [m0, m1): pass one, the
+    selection and the merge passes in one submit; one read-back (indices copied behind scores)."""
+    p_dot, p_score, p_cand = pipes
+    n = m1 - m0
+    mb = [eng.upload(x[m0:m1]) for x in (bp, bn)]
+    sc = eng.alloc(nq * n * 4)
+    rblocks = -(-n // br)
+    gx, gy, _ = eng.grid(rblocks * -(-nq // qb))
+    cmds = [eng.dispatch(p_dot, [b.binding() for b in qa + mb + [sc]], (gx, gy, 1),
+                         pack_params(nq, n, w, gx, rblocks, 0, 0, 0))]
+    groups = -(-n // _TR)
+    cur = [eng.alloc(nq * groups * k * 4) for _ in range(2)]
+    gx, gy, _ = eng.grid(nq * groups)
+    cmds.append(eng.dispatch(p_score, [b.binding() for b in [sc] + cur], (gx, gy, 1),
+                             pack_params(nq, n, 0, k, groups, gx, m0, 0)))
+    bufs = list(mb) + [sc] + cur
+    length = groups * k
+    while groups > 1:
+        groups = -(-length // _TR)
+        nxt = [eng.alloc(nq * groups * k * 4) for _ in range(2)]
+        gx, gy, _ = eng.grid(nq * groups)
+        cmds.append(eng.dispatch(p_cand, [b.binding() for b in cur + nxt], (gx, gy, 1),
+                                 pack_params(nq, length, 0, k, groups, gx, 0, 0)))
+        bufs += nxt
+        cur = nxt
+        length = groups * k
+    out = eng.alloc(2 * nq * k * 4)
+    cmds += [eng.copy(cur[0], out, nq * k * 4), eng.copy(cur[1], out, nq * k * 4, 0, nq * k * 4)]
+    eng.submit(cmds)
+    both = eng.download(out, np.uint32, (2, nq, k))
+    eng.release(*bufs, out)
+    return both[0].view(np.int32), both[1]
+
+
+__all__ = ["SEARCH_LANES", "SEARCH_QB", "SEARCH_ROWS", "SEARCH_RPT", "TOPK_MAX", "dot_params",
+           "exact_words", "query_blocks", "search"]
