@@ -10,11 +10,11 @@ export PYTROPICAL_TEST_SEED=${PYTROPICAL_TEST_SEED:-$RANDOM}  # one seed for eve
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 # the wheel test needs hatchling and no network: it runs in CI, not here
 SECONDS=0
-PYTROPICAL_REQUIRE=wgpu,cuda python3 -m pytest tests -q -p no:cacheprovider -n 4 \
+PYTROPICAL_REQUIRE=wgpu,cuda python3 -m pytest tests -q -p no:cacheprovider -n 8 \
   --ignore=tests/test_packaging.py 2>&1 | tee "$OUT/suite_wgpupy_cuda.log" | tail -4
 echo "suite (wgpu-py + cuda): ${SECONDS}s"
 SECONDS=0
-PYTROPICAL_WEBGPU=dawn PYTROPICAL_REQUIRE=wgpu,dawn python3 -m pytest tests -q -p no:cacheprovider -n 4 \
+PYTROPICAL_WEBGPU=dawn PYTROPICAL_REQUIRE=wgpu,dawn python3 -m pytest tests -q -p no:cacheprovider -n 8 \
   --ignore=tests/test_packaging.py --ignore=tests/test_cuda_compile.py -k "wgpu or dawn or webgpu" \
   2>&1 | tee "$OUT/suite_dawn.log" | tail -4
 echo "suite (wgpu on Dawn): ${SECONDS}s"
