@@ -54,8 +54,10 @@ def _cupy():
 
 
 def is_cupy(x: Any) -> bool:
-    cp = _cupy()
-    return cp is not None and isinstance(x, cp.ndarray)
+    # cupy may be half-imported by another thread (sys.modules holds it before ``ndarray`` exists);
+    # an object cannot be a cupy array before cupy has finished importing, so that reads as False.
+    nd = getattr(_cupy(), "ndarray", None)
+    return nd is not None and isinstance(x, nd)
 
 
 def is_torch(x: Any) -> bool:

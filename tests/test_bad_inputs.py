@@ -458,7 +458,8 @@ def test_bad_webgpu_runtime_name_is_a_probe_reason():
 
 def _run(args, **extra_env):
     root = os.path.dirname(os.path.dirname(os.path.abspath(tg.__file__)))
-    e = dict(os.environ, PYTHONPATH=root, **extra_env)
+    e = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
+             **extra_env)
     return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=e,
                           timeout=300)
 

@@ -114,7 +114,8 @@ def test_info_json_without_vulkan_says_why(runtime):
         pytest.importorskip("pydawn")
     r = subprocess.run([sys.executable, "-m", "pytropical_gpu", "info", "--json"], cwd=str(ROOT),
                        env={**os.environ, **NO_VULKAN, "PYTROPICAL_WEBGPU": runtime,
-                            "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=300)
+                            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))},
+                       capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     w = json.loads(r.stdout)["backends"]["wgpu"]
     assert w["ok"] is False and w["check"]["status"] == "SKIP"
