@@ -112,9 +112,9 @@ def test_dawn_without_vulkan_refuses_its_null_adapter():
 def test_info_json_without_vulkan_says_why(runtime):
     if runtime == "dawn":
         pytest.importorskip("pydawn")
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     r = subprocess.run([sys.executable, "-m", "pytropical_gpu", "info", "--json"], cwd=str(ROOT),
-                       env={**os.environ, **NO_VULKAN, "PYTROPICAL_WEBGPU": runtime,
-                            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))},
+                       env={**os.environ, **NO_VULKAN, "PYTROPICAL_WEBGPU": runtime, "PYTHONPATH": path},
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     w = json.loads(r.stdout)["backends"]["wgpu"]
