@@ -149,7 +149,8 @@ def calibrate(backends: Sequence[str] | None = None, ops: Sequence[str] | None =
     ----------
     backends : list of str, optional
         Backends to measure; cpu is always added (the reference). Default: :func:`usable_backends`
-        (a software wgpu adapter only when named here; it is then recorded as software).
+        (a software wgpu adapter only when named here; it is then recorded as software); when that
+        is cpu alone nothing is measured (there is nothing to route to).
     ops : list of str, optional
         Operations (default :data:`OPS`: every key of the thresholds table).
     repeats : int
@@ -159,7 +160,8 @@ def calibrate(backends: Sequence[str] | None = None, ops: Sequence[str] | None =
     save : bool
         Store the result in the cache dir, where :func:`load_thresholds` finds it.
     budget_s : float
-        A backend stops growing its sweep once one call takes longer than this.
+        A backend stops growing its sweep once one call takes longer than this, and skips a size
+        where its last time, scaled linearly, predicts more than twice this.
     max_steps : int, optional
         At most this many sizes per operation (quick runs, tests).
     seed : int
@@ -205,6 +207,9 @@ def calibrate(backends: Sequence[str] | None = None, ops: Sequence[str] | None =
             log.info("calibrate: %s runs on a software adapter (%s); measured because it was asked "
                      "for, recorded as software", n, d.get("device"))
     gpus = [n for n in names if n != "cpu"]
+    if backends is None and not gpus:  # nothing to compare with: routing keeps everything on cpu
+        log.info("calibrate: no GPU backend usable here; every operation stays on cpu")
+        ops = []
     rng = np.random.default_rng(seed)
     timings: dict[str, dict[str, list[list[float]]]] = {}
     errors: list[str] = []
@@ -233,7 +238,7 @@ def _sweep(op: str, names: list[str], rng: np.random.Generator, repeats: int, bu
     for p in cases.steps(op)[:steps_cap]:
         call, size = cases.build(op, p, rng)
         # a call predicted (linear in size) to take many budgets is not made: it would dominate
-        active = [n for n in active if n not in last or last[n][1] * size / last[n][0] <= 5 * budget_s]
+        active = [n for n in active if n not in last or last[n][1] * size / last[n][0] <= 2 * budget_s]
         row = {}
         for n in active:
             bar.note(f"{op} on {n}, size {size}")

@@ -8,6 +8,7 @@ import json
 import logging
 import math
 import sys
+import time
 import types
 
 import numpy as np
@@ -154,7 +155,7 @@ def test_default_backends_never_include_a_software_adapter():
     if _software_wgpu():
         assert "wgpu" not in names and "wgpu" in usable_backends(include_software=True)
         t = calibrate(None, ["permute"], progress=False, save=False, max_steps=1, repeats=1)
-        assert "wgpu" not in t.timings["permute"] and "wgpu" not in t.devices
+        assert "wgpu" not in t.timings.get("permute", {}) and "wgpu" not in t.devices
 
 
 def test_software_adapter_measured_when_asked_and_recorded(caplog):
@@ -168,6 +169,15 @@ def test_software_adapter_measured_when_asked_and_recorded(caplog):
     # its table is kept under its own fingerprint: the default (hardware-only) lookup does not see it
     assert load_thresholds(["cpu", "wgpu"]) is not None
     assert load_thresholds(["cpu"]) is None
+
+
+def test_default_with_no_gpu_measures_nothing(monkeypatch):
+    monkeypatch.setattr(calibration, "usable_backends", lambda include_software=False: ["cpu"])
+    t0 = time.perf_counter()
+    t = calibrate(progress=False)
+    assert time.perf_counter() - t0 < 5
+    assert t.timings == {} and t.as_dict() == DEFAULTS and t.route("matmul", 10**15) == "cpu"
+    assert load_thresholds(["cpu"]) is not None  # saved: the next context need not ask again
 
 
 @pytest.mark.parametrize("kw, match", [
