@@ -171,6 +171,21 @@ def test_software_adapter_measured_when_asked_and_recorded(caplog):
     assert load_thresholds(["cpu"]) is None
 
 
+def test_every_backend_is_measured(backend):
+    """A short sweep on each usable backend (cuda and a hardware adapter on the GPU machine)."""
+    t = calibrate([backend], ["matmul", "bind", "search"], progress=False, save=False, max_steps=2,
+                  repeats=1)
+    want = {"cpu", backend}
+    for op in ("matmul", "bind", "search"):
+        assert set(t.timings[op]) == want and all(len(v) == 2 for v in t.timings[op].values()), op
+        c = t.crossover[op]
+        assert isinstance(c, int) and c >= 0
+        assert (t.gpu[op] is None) == (c == NEVER) and t.gpu[op] in (None, backend if backend != "cpu"
+                                                                     else None)
+    assert t.devices[backend]["software"] == (backend == "wgpu" and _software_wgpu())
+    assert t.errors == []
+
+
 def test_default_with_no_gpu_measures_nothing(monkeypatch):
     monkeypatch.setattr(calibration, "usable_backends", lambda include_software=False: ["cpu"])
     t0 = time.perf_counter()
