@@ -30,6 +30,8 @@ SMALL = {
     "gf2": ["--n", "80", "--rows", "90", "--rank", "70", "--panel", "16"],
     "vsa": ["--dim", "2048", "--limit", "600", "--epochs", "2"],
     "multi_gpu": ["--size", "6", "--rows", "3000", "--dim", "256"],
+    "apsp_resident": ["--n", "40", "--checks", "6"],
+    "vsa_pipeline": ["--n", "60", "--dim", "200", "--queries", "6"],
 }
 QUIET = {name: ([] if name == "quickstart" else ["--quiet"]) for name in SMALL}
 SEED_ARG = str(SEED % 10_000)
@@ -292,3 +294,86 @@ def test_distributed_example_prints_the_dashboard_link(capsys):
     assert example("multi_gpu").main(argv) == 0
     out = capsys.readouterr().out
     assert "dask dashboard: http" in out and "CHECK PASSED" in out
+
+
+def test_apsp_resident_matches_networkx(backend):
+    nx = pytest.importorskip("networkx")
+    ap = example("apsp_resident")
+    w = ap.random_network(45, degree=2, seed=SEED)
+    w[7, :] = np.inf  # a node with no way out: unreachable pairs too
+    dist, nxt, _ = ap.all_pairs(w, tg_context(backend))
+    g = nx.DiGraph()
+    g.add_nodes_from(range(w.shape[0]))
+    g.add_weighted_edges_from((int(i), int(j), float(w[i, j])) for i, j in zip(*np.nonzero(np.isfinite(w))))
+    ref = dict(nx.all_pairs_dijkstra_path_length(g))
+    for i in range(w.shape[0]):
+        for j in range(w.shape[0]):
+            want = ref[i].get(j, math.inf)
+            assert float(dist[i, j]) == want, f"{i} -> {j}, seed {SEED}"
+            path = ap.route(nxt, i, j)
+            if want == math.inf:
+                assert path == [], (i, j)
+            else:
+                assert path[0] == i and path[-1] == j
+                assert sum(float(w[a, b]) for a, b in zip(path, path[1:])) == want, (i, j)
+
+
+def test_apsp_resident_failed_check_exits_nonzero(monkeypatch, capsys):
+    ap = example("apsp_resident")
+    real = ap.square
+
+    def off_by_one(*a, **kw):
+        d, nxt, steps = real(*a, **kw)
+        d = d.copy()
+        d[d > 0] += 1  # every distance one too long
+        return d, nxt, steps
+
+    monkeypatch.setattr(ap, "square", off_by_one)
+    assert ap.main(["--n", "20", "--quiet", "--backend", "cpu"]) == 1
+    assert "CHECK FAILED" in capsys.readouterr().out
+
+
+def tg_context(backend):
+    import pytropical_gpu as tg
+
+    return tg.HybridContext(backend=backend)
+
+
+def _vsa_plain(keys, vals, records, queries):
+    """The record pipeline in plain Python lists of trits (sign of sums; first maximum wins)."""
+    def enc(rec):
+        out = []
+        for r in rec.tolist():
+            s = [sum(int(keys[f][d]) * int(vals[f][v][d]) for f, v in enumerate(r))
+                 for d in range(len(keys[0]))]
+            out.append([(x > 0) - (x < 0) for x in s])
+        return out
+
+    mem = enc(records)
+    found = []
+    for q in enc(queries):
+        scores = [sum(a * b for a, b in zip(q, m)) for m in mem]
+        best = max(range(len(mem)), key=lambda i: (scores[i], -i))  # ties to the smaller index
+        found.append((best, scores[best]))
+    return mem, found
+
+
+def test_vsa_pipeline_matches_plain_python(backend):
+    vp = example("vsa_pipeline")
+    keys, vals = vp.make_vocabulary(4, 5, 70, seed=SEED)  # even field count: ties bundle to 0
+    records = vp.make_records(12, 4, 5, seed=SEED + 1)
+    records[9] = records[3]  # a duplicate: the search must name the smaller index
+    queries = np.vstack([records[[3, 9, 0]], vp.noisy(records, np.array([5, 6]), 1, 5, seed=SEED)])
+    memory, idx, scores = vp.pipeline(tg_context(backend), keys, vals, records, queries)
+    ref_mem, ref_found = _vsa_plain(keys.tolist(), vals.tolist(), records, queries)
+    assert memory.to_array().tolist() == ref_mem, f"seed {SEED}"
+    assert list(zip(idx.tolist(), scores.tolist())) == ref_found, f"seed {SEED}"
+    assert idx[0] == idx[1] == 3
+
+
+def test_vsa_pipeline_failed_check_exits_nonzero(monkeypatch, capsys):
+    vp = example("vsa_pipeline")
+    real = vp.reference
+    monkeypatch.setattr(vp, "reference", lambda *a: (lambda m, i, s: (m, i, s + 1))(*real(*a)))
+    assert vp.main(["--n", "20", "--dim", "64", "--queries", "3", "--backend", "cpu"]) == 1
+    assert "CHECK FAILED" in capsys.readouterr().out

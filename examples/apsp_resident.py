@@ -1,0 +1,219 @@
+"""All-pairs shortest paths of a random road network, kept on the GPU across the squarings.
+
+``D`` starts as the edge-weight matrix (0 on the diagonal, inf where there is no edge) and
+
+    D, K <- D ⊕ (D ⊗ D), argmin        (⊕ = min, ⊗ = +; K = the midpoint that improved a pair)
+
+doubles the number of edges a path may use, so ceil(log2(n - 1)) squarings give every shortest
+path. The next-hop table follows K: nxt[i, j] <- nxt[i, K[i, j]] where K[i, j] >= 0. A fixed number
+of squarings (no "did anything change?" test) means nothing has to come back to the host until the
+end: the operands are put on the device once with ``ctx.to_device`` and each squaring's result is
+the next one's operand.
+
+Where the data lives: on cuda the results of an operation on resident (cupy) operands are cupy
+arrays, so ``D`` and the next-hop table never leave the GPU; the next-hop gather runs in cupy. On
+wgpu the results currently come back as numpy arrays (the library's resident results are still to
+come there), so each squaring uploads ``D`` again with ``ctx.to_device``; on cpu ``to_device``
+changes nothing.
+
+Timing: the end-to-end time (from the numpy weights to numpy distances and next hops, uploads and
+downloads included) beside the sum of the per-squaring times, taken with CUDA events on cuda (GPU
+time between an event before and after each squaring's calls) and as wall time with the result in
+hand otherwise. On an idle GPU with resident data the first should be close to the second.
+
+Check: distances from a sample of sources against ``scipy.sparse.csgraph.dijkstra`` (exact: the
+weights are small integers, exact in float32), and every recovered route walked edge by edge.
+
+    python examples/apsp_resident.py --n 4096 [--backend cuda] [--checks 16]
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+
+import numpy as np
+from _common import Progress, check_backend, make_parser, report
+
+import pytropical_gpu as tg
+
+
+def random_network(n: int, degree: int = 6, seed: int = 0) -> np.ndarray:
+    """float32 (n, n) weights: ``degree`` random out-edges per node (integer weights 1..100, exact in
+    float32 sums), a ring so most pairs are reachable, inf where there is no edge, inf diagonal."""
+    rng = np.random.default_rng(seed)
+    w = np.full((n, n), np.inf, np.float32)
+    src = np.repeat(np.arange(n), degree)
+    dst = rng.integers(0, n, n * degree)
+    w[src, dst] = rng.integers(1, 101, n * degree).astype(np.float32)
+    if n > 1:
+        w[np.arange(n), (np.arange(n) + 1) % n] = rng.integers(50, 101, n).astype(np.float32)
+    np.fill_diagonal(w, np.inf)
+    return w
+
+
+def _xp(x):
+    """numpy or cupy for an array the library returned (None for another resident kind)."""
+    if isinstance(x, np.ndarray):
+        return np
+    if type(x).__module__.split(".")[0] == "cupy":
+        import cupy
+
+        return cupy
+    return None
+
+
+class _Timer:
+    """Per-step GPU time with CUDA events on cuda; wall time (result in hand) elsewhere."""
+
+    def __init__(self, on_cuda: bool):
+        self.cp = None
+        if on_cuda:
+            import cupy
+
+            self.cp = cupy
+        self.steps: list[float] = []
+
+    def start(self):
+        if self.cp is not None:
+            self._e0 = self.cp.cuda.Event()
+            self._e0.record()
+        self._t0 = time.perf_counter()
+
+    def stop(self):
+        if self.cp is not None:
+            e1 = self.cp.cuda.Event()
+            e1.record()
+            e1.synchronize()  # timing only: the loop itself never waits on the host
+            self.steps.append(self.cp.cuda.get_elapsed_time(self._e0, e1) / 1e3)
+        else:
+            self.steps.append(time.perf_counter() - self._t0)
+
+
+def start(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Host-side inputs: D (weights, 0 on the diagonal) and the one-edge next-hop table."""
+    n = w.shape[0]
+    d = w.copy()
+    np.fill_diagonal(d, 0.0)
+    nxt = np.where(np.isfinite(d), np.arange(n, dtype=np.int32)[None, :], -1).astype(np.int32)
+    return d, nxt
+
+
+def all_pairs(w: np.ndarray, ctx: tg.HybridContext, quiet: bool = True, timed: bool = False):
+    """Distances and next hops (numpy) for weights ``w``: :func:`start`, then :func:`square`."""
+    return square(*start(w), ctx, quiet=quiet, timed=timed)
+
+
+def square(d: np.ndarray, nxt: np.ndarray, ctx: tg.HybridContext, quiet: bool = True,
+           timed: bool = False):
+    """Repeated squaring from ``start``'s arrays; returns ``(dist, nxt, step_seconds)`` as numpy.
+
+    ``nxt[i, j]`` is the node after ``i`` on a shortest route to ``j`` (-1: unreachable, or i == j
+    where the route is empty). ``step_seconds`` is filled only with ``timed`` (it synchronises
+    after each step, which the untimed run never does)."""
+    n = d.shape[0]
+    squarings = math.ceil(math.log2(n - 1)) if n > 2 else 1
+    d = ctx.to_device(d)
+    on_cuda = _xp(d) not in (np, None)
+    timer = _Timer(on_cuda) if timed else None
+    bar = Progress("squaring", squarings, quiet=quiet)
+    for step in range(squarings):
+        if timer:
+            timer.start()
+        d2, k = ctx.matmul(d, d, "min_plus", c=d, return_argmax=True)
+        if _xp(k) is None:  # a resident kind numpy cannot index: K comes back for the gather
+            k = ctx.to_host(k)
+        xp = _xp(k)
+        if _xp(nxt) is not xp:  # cuda: the next-hop table joins K on the device (once)
+            nxt = ctx.to_device(nxt)
+        rows = xp.arange(n)[:, None]
+        nxt = xp.where(k >= 0, nxt[rows, xp.maximum(k, 0)], nxt)
+        d = ctx.to_device(d2) if _xp(d2) is np else d2  # wgpu today: numpy back, so upload again
+        if timer:
+            timer.stop()
+        bar.update(step + 1)
+    return ctx.to_host(d), ctx.to_host(nxt), (timer.steps if timer else [])
+
+
+def route(nxt: np.ndarray, i: int, j: int) -> list[int]:
+    """Nodes on the recovered route from i to j ([i] for i == j, [] if unreachable)."""
+    if i == j:
+        return [i]
+    if nxt[i, j] < 0:
+        return []
+    path = [i]
+    while i != j:
+        i = int(nxt[i, j])
+        path.append(i)
+        if len(path) > nxt.shape[0]:
+            raise RuntimeError("next-hop table has a cycle")
+    return path
+
+
+def check(w: np.ndarray, dist: np.ndarray, nxt: np.ndarray, sources) -> tuple[bool, str]:
+    """Rows of ``dist`` against scipy's Dijkstra; every route from the sources walked edge by edge."""
+    from scipy.sparse.csgraph import csgraph_from_dense, dijkstra
+
+    g = csgraph_from_dense(w.astype(np.float64), null_value=np.inf)
+    ref = dijkstra(g, directed=True, indices=list(sources))
+    for r, s in zip(ref, sources):
+        if not np.array_equal(dist[s].astype(np.float64), r):
+            bad = int(np.flatnonzero(dist[s].astype(np.float64) != r)[0])
+            return False, f"source {s}: distance to {bad} is {dist[s, bad]}, scipy says {r[bad]}"
+        for t in range(w.shape[0]):
+            path = route(nxt, int(s), t)
+            if not np.isfinite(r[t]):
+                if path:
+                    return False, f"route {s} -> {t} exists but scipy finds {t} unreachable"
+                continue
+            cost = 0.0
+            for a, b in zip(path, path[1:]):
+                if not np.isfinite(w[a, b]):
+                    return False, f"route {s} -> {t} uses the missing edge {a} -> {b}"
+                cost += float(w[a, b])
+            if not path or path[-1] != t or cost != r[t]:
+                return False, f"route {s} -> {t} costs {cost}, its distance is {r[t]}"
+    return True, f"distances and routes from {len(sources)} sources match scipy's Dijkstra"
+
+
+def main(argv=None) -> int:
+    p = make_parser(__doc__.splitlines()[0])
+    p.add_argument("--n", type=int, default=4096, help="nodes (default 4096)")
+    p.add_argument("--degree", type=int, default=6, help="random out-edges per node (default 6)")
+    p.add_argument("--checks", type=int, default=16, help="sources checked against scipy (default 16)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    args = p.parse_args(argv)
+    if (why := check_backend(args.backend)):
+        print(why, file=sys.stderr)
+        return 2
+    if args.n < 2:
+        p.error("--n must be at least 2")
+
+    w = random_network(args.n, args.degree, args.seed)
+    ctx = tg.HybridContext(backend=args.backend or "auto")
+    n = args.n
+    where = ctx.backend if ctx.backend != "auto" else (ctx.gpu or "cpu")  # data lives there
+    print(f"graph: {n} nodes, {int(np.isfinite(w).sum())} edges; min_plus squarings ran on: {where}")
+    all_pairs(w[:8, :8], ctx)  # warm-up (kernel compiles) on a tiny graph
+    t0 = time.perf_counter()
+    d0, nxt0 = start(w)
+    t1 = time.perf_counter()
+    dist, nxt, _ = square(d0, nxt0, ctx, quiet=args.quiet)
+    total = time.perf_counter() - t1
+    _, _, steps = square(d0, nxt0, ctx, timed=True)  # the same run again, timed step by step
+    what = "CUDA events" if where == "cuda" else "wall clock, synchronised"
+    print(f"inputs prepared on the host in {(t1 - t0) * 1e3:.1f} ms; end-to-end (upload, "
+          f"{len(steps)} squarings, download) {total * 1e3:.1f} ms; sum of per-squaring times "
+          f"({what}) {sum(steps) * 1e3:.1f} ms; ratio {total / max(sum(steps), 1e-12):.2f}")
+    reach = np.isfinite(dist).mean()
+    print(f"{reach:.1%} of pairs reachable; longest shortest path "
+          f"{np.max(np.where(np.isfinite(dist), dist, -1)):.0f}")
+    rng = np.random.default_rng(args.seed + 1)
+    sources = rng.choice(n, size=min(args.checks, n), replace=False).tolist()
+    ok, what = check(w, dist, nxt, sources)
+    return report(ok, what)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
