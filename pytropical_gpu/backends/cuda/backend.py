@@ -15,7 +15,7 @@ from ...semirings import Semiring
 from ...vsa import SoftTernaryVec
 from .. import _process
 from ..base import Backend, ceil_div
-from . import kernels
+from . import kernels, vsa_launch
 from .launch import wrap_errors
 
 _MAX_GRID_YZ = 65535
@@ -192,23 +192,14 @@ class CudaBackend(Backend):
 
     # ---------------------------------------------------------------- ternary VSA
     def _bind(self, ap, an, bp, bn):
-        return kernels.elementwise("bind")(ap, an, bp, bn)
+        return vsa_launch.bind(self, ap, an, bp, bn)
 
     def _bundle(self, p, n, threshold):
         cp = self._cp
         v, r = p.shape
-        op = cp.empty(r, np.uint32)
-        on = cp.empty(r, np.uint32)
         if threshold > v:  # |sum| <= v < threshold everywhere
-            op.fill(0)
-            on.fill(0)
-            return op, on
-        width = max(v, threshold).bit_length() + 2
-        w = next(x for x in kernels.BUNDLE_WIDTHS if x >= width)
-        blocks = max(1, min(ceil_div(r, 256), 8 * 65536))
-        kernels.function(kernels.VSA, f"bundle{w}")((blocks,), (256,), (
-            p, n, op, on, _i64(v), _i64(r), _i64(threshold)))
-        return op, on
+            return cp.zeros(r, np.uint32), cp.zeros(r, np.uint32)
+        return vsa_launch.bundle(self, p, n, threshold)
 
     def _dot(self, ap, an, bp, bn):
         """(q, m) int64 dots. One launch covers ``max_grid_x`` pairs (blocks of 8 pairs for short
@@ -242,9 +233,7 @@ class CudaBackend(Backend):
         if pairs == 0:
             return
         if block:
-            chunk = max(4096, ceil_div(w, _MAX_GRID_YZ))
-            kernels.function(kernels.VSA, "dot_block")((pairs, ceil_div(w, chunk)), (256,), (
-                ap, an, bp, bn, out, _i64(m), _i64(w), _i64(chunk)))
+            vsa_launch.dot_block(self, ap, an, bp, bn, out)
         else:
             kernels.function(kernels.VSA, "dot_warp")((ceil_div(pairs, 8),), (256,), (
                 ap, an, bp, bn, out, _i64(pairs), _i64(m), _i64(w)))
@@ -264,21 +253,10 @@ class CudaBackend(Backend):
         return op, on
 
     def _accumulate(self, sign, mag, hp, hn):
-        nw = sign.size
-        blocks = max(1, min(ceil_div(nw, 256), 8 * 65536))
-        kernels.function(kernels.VSA, "accumulate")((blocks,), (256,), (
-            sign, mag, hp, hn, _i64(nw), np.int32(mag.shape[0])))
-        return sign, mag
+        return vsa_launch.accumulate(self, sign, mag, hp, hn)
 
     def _harden(self, sign, mag, threshold):
-        cp = self._cp
-        nw = sign.size
-        op = cp.empty_like(sign)
-        on = cp.empty_like(sign)
-        blocks = max(1, min(ceil_div(nw, 256), 8 * 65536))
-        kernels.function(kernels.VSA, "harden")((blocks,), (256,), (
-            sign, mag, op, on, _i64(nw), np.int32(mag.shape[0]), _i64(threshold)))
-        return op, on
+        return vsa_launch.harden(self, sign, mag, threshold)
 
     def _topk(self, scores, k):
         cp = self._cp

@@ -49,6 +49,11 @@ _TUNED = ("min_plus", "max_plus")
 
 #: bit-sliced counter widths the bundle kernel is instantiated for.
 BUNDLE_WIDTHS = (4, 8, 16, 40)
+#: counter widths of the carry-save bundle kernel in cuda/vsa_vec.cu (12: up to 1,023 vectors;
+#: 16: 16,383; 24: 4,194,303).
+BUNDLE_V_WIDTHS = (4, 8, 12, 16, 24, 40)
+#: magnitude-plane buckets of the register-resident soft accumulate kernel (SoftTernaryVec bits <= 31).
+ACC_BITS = (4, 8, 16, 31)
 
 
 @dataclass(frozen=True)
@@ -155,6 +160,12 @@ VSA = ModuleSpec("vsa", "vsa.cu", {
     "dot_block": "ptg::vsa_dot_block", "dot_warp": "ptg::vsa_dot_warp",
     "permute": "ptg::vsa_permute", "accumulate": "ptg::vsa_accumulate", "harden": "ptg::vsa_harden"})
 
+#: the vectorised VSA kernels (16-byte accesses, carry-save bundle; vsa_launch.py picks them).
+VSA_VEC = ModuleSpec("vsa_vec", "vsa_vec.cu", {
+    **{f"bundle{w}": f"ptg::vsa_bundle_v<{w}>" for w in BUNDLE_V_WIDTHS},
+    **{f"accumulate{b}": f"ptg::vsa_accumulate_v<{b}>" for b in ACC_BITS},
+    "bind": "ptg::vsa_bind_v", "dot": "ptg::vsa_dot_v", "harden": "ptg::vsa_harden_v"})
+
 
 def module_specs() -> list[ModuleSpec]:
     """Every builtin module (all semirings x dtypes, boolean, VSA) plus one user-defined semiring
@@ -174,7 +185,7 @@ def module_specs() -> list[ModuleSpec]:
         user = Semiring(f"user_{dt}", np.maximum, np.minimum, -np.inf, np.inf, dtypes=(dt,),
                         cuda_add=add, cuda_mul=mul, selective=add.startswith("fmax"))
         specs.append(gemm_spec(user, np.dtype(dt)))
-    specs += [BOOLEAN, VSA]
+    specs += [BOOLEAN, VSA, VSA_VEC]
     return specs
 
 
@@ -237,4 +248,4 @@ def elementwise(name: str):
 
 
 __all__ = ["ModuleSpec", "module_specs", "gemm_spec", "function", "elementwise", "OPTIONS", "TILES",
-           "BOOLEAN", "VSA", "CTYPES", "BIG_VARIANTS", "tile_of"]
+           "BOOLEAN", "VSA", "VSA_VEC", "CTYPES", "BIG_VARIANTS", "tile_of"]
