@@ -289,7 +289,7 @@ def bench_vsa(eng, dev, cp, progress, quick, rows, extra):
 
 def run(quick: bool = False, progress=None) -> list:
     progress = progress or (lambda s: None)
-    from pytropical_gpu.backends.wgpu.engine import get_engine
+    from pytropical_gpu.backends.wgpu.device import get_engine
 
     eng = get_engine()
     rt = eng.rt

@@ -20,7 +20,7 @@ def probe() -> tuple[bool, str]:
     if not ok:
         return False, reason
     from ...errors import BackendUnavailableError
-    from .engine import get_engine
+    from .device import get_engine
 
     try:
         eng = get_engine()

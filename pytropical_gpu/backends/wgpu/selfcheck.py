@@ -1,6 +1,6 @@
 """The known-answer check every adapter passes before the wgpu backend uses it.
 
-It runs when the engine first opens an adapter (:func:`.engine.get_engine`), through the real GEMM
+It runs when the engine first opens an adapter (:func:`.device.get_engine`), through the real GEMM
 path (template rendering, pipeline compile, upload, dispatch, read-back), on tiny problems with
 hand-computed answers: float32 min_plus with ∞, max_times with ∞, int32 max_plus, uint32 bor_band.
 An adapter that gets one wrong (a null device returning uninitialised memory, a broken driver) is
@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...semirings import get_semiring
+from . import gemm
 
 log = logging.getLogger("pytropical_gpu")
 
@@ -46,8 +47,6 @@ class SelfCheck:
 def run_gemm(eng, semiring: str, a, b) -> np.ndarray:
     """``a ⊗ b`` through the engine's GEMM kernels directly: no operand checks (a private path for
     this check and for tests of the raw kernels' behaviour on subnormals)."""
-    from . import gemm
-
     a3, b3 = np.ascontiguousarray(a)[None], np.ascontiguousarray(b)[None]
     with eng.lock:
         return gemm.gemm(eng, a3, b3, get_semiring(semiring), None, False)[0][0]
