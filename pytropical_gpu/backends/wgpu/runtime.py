@@ -276,25 +276,7 @@ def create_runtime(name: str | None = None) -> Runtime:
     return runtime_module(name).create()
 
 
-def survey() -> dict[str, dict]:
-    """Every implementation's probe and adapters, for ``info``: ``{name: {"selected", "ok",
-    "reason", "adapters": [AdapterInfo, ...]}}`` (never raises)."""
-    try:
-        selected = implementation()
-    except ValueError:
-        selected = ""
-    out = {}
-    for name in RUNTIMES:
-        try:
-            ok, reason = probe_runtime(name)
-        except Exception as e:  # noqa: BLE001
-            ok, reason = False, f"{type(e).__name__}: {e}"
-        out[name] = {"selected": name == selected, "ok": ok, "reason": reason,
-                     "adapters": list_adapters(name) if ok else []}
-    return out
-
-
 __all__ = ["RUNTIMES", "AdapterInfo", "Binding", "Copy", "Dispatch", "Limits", "Runtime",
            "buffer_capacity", "create_runtime", "implementation", "list_adapters", "pack_uniforms",
-           "probe_runtime", "runtime_module", "software_adapter", "storage_ranges", "survey",
+           "probe_runtime", "runtime_module", "software_adapter", "storage_ranges",
            "uniform_size"]
