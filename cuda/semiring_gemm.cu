@@ -1,11 +1,12 @@
 // Semiring GEMM for pytropical_gpu: one kernel template, any semiring (cuASR's idea).
 //
-// A semiring is a functor type (below) with static members zero/add/mul/fma/better and the
+// A semiring is a functor type (below) with static members zero/one/add/mul/fma/better and the
 // load_map/store_map pair; the compiler inlines them into the register-blocked tile loop, so
 // min_plus on float32 compiles to FADD + FMNMX per term. Compiled at run time by CuPy/NVRTC
 // (RawModule + name_expressions, see pytropical_gpu/backends/cuda/kernels.py) and checked with
 // nvcc for sm_80 and sm_90 by tests/test_cuda_compile.py. No headers: NVRTC has none.
 //
+// Guards, padding and tile choice follow the rules in KERNELS.md (the WGSL kernels follow them too).
 // Semantics (pytropical_gpu/semirings.py): guarded ⊗ under min/max ⊕, the zero is absorbing;
 // float NaN products (inf - inf, 0 * inf) count as the zero: fminf/fmaxf return the other operand
 // for a NaN and `better` is false for it. int32 plus saturates (add.sat.s32), int64 plus saturates
@@ -92,52 +93,61 @@ template <typename T, class D> struct Base {
 
 template <typename T> struct MinPlus : Base<T, MinPlus<T> > {
   __device__ __forceinline__ static T zero() { return Lim<T>::hi(); }
+  __device__ __forceinline__ static T one() { return (T)0; }
   __device__ __forceinline__ static T add(T x, T y) { return vmin(x, y); }
   __device__ __forceinline__ static T mul(T a, T b) { return gplus(a, b, zero()); }
   __device__ __forceinline__ static bool better(T v, T acc) { return v < acc; }
 };
 template <typename T> struct MaxPlus : Base<T, MaxPlus<T> > {
   __device__ __forceinline__ static T zero() { return Lim<T>::lo(); }
+  __device__ __forceinline__ static T one() { return (T)0; }
   __device__ __forceinline__ static T add(T x, T y) { return vmax(x, y); }
   __device__ __forceinline__ static T mul(T a, T b) { return gplus(a, b, zero()); }
   __device__ __forceinline__ static bool better(T v, T acc) { return v > acc; }
 };
 template <typename T> struct MinTimes : Base<T, MinTimes<T> > {
   __device__ __forceinline__ static T zero() { return Lim<T>::hi(); }
+  __device__ __forceinline__ static T one() { return (T)1; }
   __device__ __forceinline__ static T add(T x, T y) { return vmin(x, y); }
   __device__ __forceinline__ static T mul(T a, T b) { return gtimes(a, b, zero()); }
   __device__ __forceinline__ static bool better(T v, T acc) { return v < acc; }
 };
 template <typename T> struct MaxTimes : Base<T, MaxTimes<T> > {
   __device__ __forceinline__ static T zero() { return Lim<T>::lo(); }
+  __device__ __forceinline__ static T one() { return (T)1; }
   __device__ __forceinline__ static T add(T x, T y) { return vmax(x, y); }
   __device__ __forceinline__ static T mul(T a, T b) { return gtimes(a, b, zero()); }
   __device__ __forceinline__ static bool better(T v, T acc) { return v > acc; }
 };
 template <typename T> struct MinMax : Base<T, MinMax<T> > {
   __device__ __forceinline__ static T zero() { return Lim<T>::hi(); }
+  __device__ __forceinline__ static T one() { return Lim<T>::lo(); }
   __device__ __forceinline__ static T add(T x, T y) { return vmin(x, y); }
   __device__ __forceinline__ static T mul(T a, T b) { return vmax(a, b); }
   __device__ __forceinline__ static bool better(T v, T acc) { return v < acc; }
 };
 template <typename T> struct MaxMin : Base<T, MaxMin<T> > {
   __device__ __forceinline__ static T zero() { return Lim<T>::lo(); }
+  __device__ __forceinline__ static T one() { return Lim<T>::hi(); }
   __device__ __forceinline__ static T add(T x, T y) { return vmax(x, y); }
   __device__ __forceinline__ static T mul(T a, T b) { return vmin(a, b); }
   __device__ __forceinline__ static bool better(T v, T acc) { return v > acc; }
 };
 template <typename T> struct PlusTimes : Base<T, PlusTimes<T> > {
   __device__ __forceinline__ static T zero() { return (T)0; }
+  __device__ __forceinline__ static T one() { return (T)1; }
   __device__ __forceinline__ static T add(T x, T y) { return plain_add(x, y); }
   __device__ __forceinline__ static T mul(T a, T b) { return plain_mul(a, b); }
 };
 template <typename T> struct BorBand : Base<T, BorBand<T> > {
   __device__ __forceinline__ static T zero() { return (T)0; }
+  __device__ __forceinline__ static T one() { return (T)~(T)0; }
   __device__ __forceinline__ static T add(T x, T y) { return x | y; }
   __device__ __forceinline__ static T mul(T a, T b) { return a & b; }
 };
 template <typename T> struct BxorBand : Base<T, BxorBand<T> > {
   __device__ __forceinline__ static T zero() { return (T)0; }
+  __device__ __forceinline__ static T one() { return (T)~(T)0; }
   __device__ __forceinline__ static T add(T x, T y) { return x ^ y; }
   __device__ __forceinline__ static T mul(T a, T b) { return a & b; }
 };
@@ -148,6 +158,7 @@ template <typename T> struct BxorBand : Base<T, BxorBand<T> > {
 // (max) or 2^30 - 1 (min), so no sum wraps, every sum involving a zero lies below -2^29 (above 2^29 for min) and maps back.
 struct MaxPlusDpx : Base<int, MaxPlusDpx> {
   __device__ __forceinline__ static int zero() { return Lim<int>::lo(); }
+  __device__ __forceinline__ static int one() { return 0; }
   __device__ __forceinline__ static int add(int x, int y) { return max(x, y); }
   __device__ __forceinline__ static int mul(int a, int b) { return a + b; }
   __device__ __forceinline__ static int fma(int acc, int a, int b) { return __viaddmax_s32(a, b, acc); }
@@ -157,6 +168,7 @@ struct MaxPlusDpx : Base<int, MaxPlusDpx> {
 };
 struct MinPlusDpx : Base<int, MinPlusDpx> {
   __device__ __forceinline__ static int zero() { return Lim<int>::hi(); }
+  __device__ __forceinline__ static int one() { return 0; }
   __device__ __forceinline__ static int add(int x, int y) { return min(x, y); }
   __device__ __forceinline__ static int mul(int a, int b) { return a + b; }
   __device__ __forceinline__ static int fma(int acc, int a, int b) { return __viaddmin_s32(a, b, acc); }
@@ -229,7 +241,9 @@ sr_gemm(const typename SR::type* __restrict__ A, const typename SR::type* __rest
   D += bz * m * n;
   if (ARG) IDX += bz * m * n;
 
-  const T z = SR::zero();
+  // padding (KERNELS.md): out-of-range A elements hold the zero, B elements the one, so a
+  // padded term is zero ⊗ one = zero whether or not the zero is absorbing
+  const T z = SR::zero(), o = SR::one();
   T ra[LA][4], rb[LB][4];
 
   // vector q of this thread: A row (e / (BK/4)), k offset 4 (e % (BK/4)); B k-row (e / (BN/4)),
@@ -253,10 +267,10 @@ sr_gemm(const typename SR::type* __restrict__ A, const typename SR::type* __rest
       const i64 krow = k0 + e / (BN / 4), col = n0 + (e % (BN / 4)) * 4;
       if (vec) {
         if (krow < k && col < n) V4<T>::load(B + krow * n + col, rb[q]);
-        else { rb[q][0] = z; rb[q][1] = z; rb[q][2] = z; rb[q][3] = z; }
+        else { rb[q][0] = o; rb[q][1] = o; rb[q][2] = o; rb[q][3] = o; }
       } else {
 #pragma unroll
-        for (int j = 0; j < 4; ++j) rb[q][j] = (krow < k && col + j < n) ? B[krow * n + col + j] : z;
+        for (int j = 0; j < 4; ++j) rb[q][j] = (krow < k && col + j < n) ? B[krow * n + col + j] : o;
       }
     }
   };

@@ -18,6 +18,7 @@ import pytest
 
 import pytropical_gpu as tg
 from pytropical_gpu import HybridContext, Semiring, SoftTernaryVec, TernaryVec
+from pytropical_gpu.backends.wgpu import adapters as wgpu_adapters
 from pytropical_gpu.backends.wgpu import runtime as wgpu_runtime
 from pytropical_gpu.errors import BackendUnavailableError
 from pytropical_gpu.packed import PackedCols, PackedRows
@@ -88,7 +89,7 @@ def pick_nomatch(be):
                                         adapter_type="DiscreteGPU", is_fallback=False)
 
     with env(PYTROPICAL_WGPU_ADAPTER="nomatch"):
-        return wgpu_runtime.pick_adapter(["gpu-one", "gpu-two"], info)
+        return wgpu_adapters.pick_adapter(["gpu-one", "gpu-two"], info)
 
 
 TV64, TV65 = tv(64), tv(65, seed=2)

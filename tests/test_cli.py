@@ -1,4 +1,4 @@
-"""``python -m pytropical_gpu info`` / ``bench`` and the benchmark harness."""
+"""``python -m pytropical_gpu info`` / ``bench``, the diagnostics behind info, the benchmark harness."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytropical_gpu import cli
+from pytropical_gpu import cli, diagnostics
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -49,9 +49,10 @@ def test_info_json(tmp_path):
         assert statuses[name] in (("PASS", "FAIL") if b["ok"] else ("SKIP",)), (name, b)
         assert isinstance(b["reason"], str) and b["reason"]
     assert r.returncode == (1 if "FAIL" in statuses.values() else 0), r.stderr
-    assert "adapters" in d["wgpu"] or "error" in d["wgpu"]
-    for a in d["wgpu"].get("adapters", []):
-        assert {"device", "backend_type", "adapter_type", "software"} <= set(a)
+    assert "runtimes" in d["wgpu"] or "error" in d["wgpu"]
+    for r in d["wgpu"].get("runtimes", {}).values():
+        for a in r["adapters"]:
+            assert {"device", "backend_type", "adapter_type", "software", "refused"} <= set(a)
     assert d["versions"]["numpy"]
 
 
@@ -59,18 +60,29 @@ def test_info_lists_both_webgpu_runtimes(monkeypatch):
     """``info`` names every WebGPU runtime (wgpu-py and Dawn) with its probe and adapters, and
     marks the one ``PYTROPICAL_WEBGPU`` selects."""
     monkeypatch.setenv("PYTROPICAL_WEBGPU", "dawn")
-    d = cli.webgpu_runtime()
+    d = diagnostics.webgpu()
     assert d["implementation"] == "dawn"
     assert set(d["runtimes"]) == {"wgpu", "dawn"}
     assert d["runtimes"]["dawn"]["selected"] and not d["runtimes"]["wgpu"]["selected"]
     for r in d["runtimes"].values():
         assert isinstance(r["reason"], str) and r["reason"]
-        assert bool(r["adapters"]) <= r["ok"]
         for a in r["adapters"]:
             assert {"device", "backend_type", "adapter_type", "software"} <= set(a)
-    text = cli.info_text({"versions": {}, "wgpu": {"adapters": []}, "cuda": {"devices": []},
-                          "webgpu_runtime": d, "backends": {}, "auto_gpu": None})
+            assert a["software"] == (a["is_fallback_adapter"] or a["adapter_type"].upper() == "CPU")
+    text = cli.info_text({"versions": {}, "wgpu": d, "cuda": {"devices": []}, "backends": {},
+                          "auto_gpu": None})
     assert " *dawn (" in text and "  wgpu (" in text
+
+
+def test_info_lists_each_adapter_once():
+    """Each adapter appears once per runtime that sees it, under that runtime (the adapter list and
+    the runtime survey used to repeat each other)."""
+    d = diagnostics.info_dict(["cpu"])
+    text = cli.info_text(d)
+    listed = [f"{a['device']}  backend={a['backend_type']}  type={a['adapter_type']}"
+              for r in d["wgpu"].get("runtimes", {}).values() for a in r["adapters"]]
+    for line in set(listed):
+        assert text.count(line) == listed.count(line), (line, text)
 
 
 def test_info_every_available_backend_passes(tmp_path):
@@ -93,10 +105,10 @@ def test_known_answer_failure_is_reported(monkeypatch):
     def broken(be):
         raise AssertionError("min_plus 2x2: got [[9]], expected [[0]]\nsecond line")
 
-    monkeypatch.setitem(cli.KNOWN_ANSWERS, "broken", broken)
-    res = cli.check_backend("cpu")
+    monkeypatch.setitem(diagnostics.KNOWN_ANSWERS, "broken", broken)
+    res = diagnostics.check_backend("cpu")
     assert res["check"]["status"] == "FAIL" and "expected" in res["check"]["reason"]
-    assert res["check"]["cases"]["min_plus"] == "PASS"
+    assert res["check"]["cases"]["min_plus f32 with inf"] == "PASS"
     text = cli.info_text({"versions": {}, "wgpu": {"adapters": []}, "cuda": {"devices": []},
                           "backends": {"cpu": res}, "auto_gpu": None})
     lines = text.splitlines()
@@ -120,10 +132,27 @@ def test_bench_cpu_quick(tmp_path):
         assert row["ratio"] == pytest.approx(row["baseline_median_s"] / row["median_s"])
 
 
-def test_bench_without_benchmarks_folder(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(cli, "find_benchmarks", lambda explicit=None: None)
-    assert cli.main(["bench", "--quick"]) == 2
-    assert "not found" in capsys.readouterr().err
+def test_known_answers_share_the_wgpu_adapter_table():
+    """``info`` checks every backend with the same hand-computed GEMM table the wgpu backend checks
+    each adapter with (one table), plus packed boolean and VSA cases."""
+    from pytropical_gpu import known_answers
+    from pytropical_gpu.backends.wgpu import selfcheck
+
+    assert selfcheck.EXACT is known_answers.GEMM
+    assert [name for name, *_ in known_answers.GEMM] + ["andor", "bind", "dot"] == \
+        list(diagnostics.KNOWN_ANSWERS)
+
+
+def test_bench_suites_live_in_the_package():
+    """``bench`` needs no checkout: its suites are modules of the package (the wheel test runs them
+    from an installed wheel)."""
+    from pytropical_gpu import bench
+
+    for name in ("cpu", "wgpu", "cuda"):
+        mod = bench.suite(name)
+        assert mod.__name__ == f"pytropical_gpu.bench.{name}" and callable(mod.run)
+    with pytest.raises(ValueError, match="known: cpu, wgpu, cuda"):
+        bench.suite("tpu")
 
 
 def test_harness_helpers(tmp_path):

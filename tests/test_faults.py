@@ -36,7 +36,8 @@ def _engine_backend(limit: int | None = None, wg: int | None = None):
     """A wgpu backend on its own engine (own pool and pipeline cache; the process's device), with
     smaller limits when given, so tiling beyond one binding runs at test sizes."""
     from pytropical_gpu.backends.wgpu.backend import WgpuBackend
-    from pytropical_gpu.backends.wgpu.engine import Engine, get_engine
+    from pytropical_gpu.backends.wgpu.device import get_engine
+    from pytropical_gpu.backends.wgpu.engine import Engine
 
     eng = Engine(get_engine().rt)
     changes = {}

@@ -275,7 +275,7 @@ def test_every_shader_variant_validates(name):
     config x every K/N unroll x argmax x epilogue, packed boolean, each VSA kernel, each BITS and
     bundle WIDTH) passes this runtime's WGSL front end: naga (wgpu-py) and Tint (Dawn) both accept
     every shader, so one that only one compiler takes cannot land."""
-    from pytropical_gpu.backends.wgpu import variants
+    import wgpu_variants as variants
 
     _check_all(name, variants.sources(), "validate")
 
@@ -284,7 +284,7 @@ def test_every_shader_variant_validates(name):
 def test_every_shader_variant_compiles(name):
     """Full compute pipelines (backend code generation and the driver's compile) for every variant
     with the K/N unrolls sampled (``variants.covering()``): every other parameter in full."""
-    from pytropical_gpu.backends.wgpu import variants
+    import wgpu_variants as variants
 
     _check_all(name, variants.sources(variants.covering()), "compile")
 
@@ -292,10 +292,11 @@ def test_every_shader_variant_compiles(name):
 def test_variant_list_covers_what_the_backend_compiles():
     """Everything the engine compiled in this process (the suite so far, plus one call of each
     operation here) is in ``variants()``, so the list cannot fall behind the kernels."""
+    import wgpu_variants as variants
+
     import pytropical_gpu as tg
     from conftest import require_backend
-    from pytropical_gpu.backends.wgpu import variants
-    from pytropical_gpu.backends.wgpu.engine import get_engine
+    from pytropical_gpu.backends.wgpu.device import get_engine
 
     require_backend("wgpu")
     rng = np.random.default_rng(7)
@@ -311,6 +312,9 @@ def test_variant_list_covers_what_the_backend_compiles():
     tg.matmul(np.nan_to_num(a, posinf=9).astype(np.int32)[:, :5], b.astype(np.int32)[:5], "max_plus",
               backend="wgpu")
     tg.matmul(a > 0, b > 0, "lxor_land", backend="wgpu")
+    for dt in variants.USER_SEMIRING.dtypes:  # a user semiring on every WGSL element type
+        u = rng.integers(0, 9, (5, 6)).astype(dt)
+        tg.matmul(u, u.T.copy(), variants.USER_SEMIRING, backend="wgpu")
     x = tg.TernaryVec.random(300, seed=1, batch=(4,))
     tg.bundle(x, backend="wgpu")
     tg.dot(x, x, backend="wgpu")
@@ -339,7 +343,7 @@ def test_variant_list_covers_what_the_backend_compiles():
 def test_backend_runs_on_the_selected_runtime():
     """PYTROPICAL_WEBGPU=dawn really moves the wgpu backend (its engine) onto Dawn."""
     from conftest import require_backend
-    from pytropical_gpu.backends.wgpu.engine import get_engine
+    from pytropical_gpu.backends.wgpu.device import get_engine
 
     require_backend("wgpu")
     assert get_engine().rt.name == rtmod.implementation()
@@ -365,7 +369,7 @@ def test_shaders_use_core_wgsl_only():
     ``enable subgroups;``, Tint requires it; see wgsl/PORTABILITY.md)."""
     import re
 
-    from pytropical_gpu.backends.wgpu import variants
+    import wgpu_variants as variants
 
     optional = re.compile(r"^\s*enable\b|\bsubgroup\w*\s*\(|builtin\(\s*subgroup|\bf16\b", re.M)
     for src, vs in variants.sources(variants.covering()).items():  # unrolls repeat the same lines

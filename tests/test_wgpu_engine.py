@@ -55,7 +55,8 @@ def test_gemm_beyond_one_binding(wgpu_backend, cpu):
 
 def _small_engine(limit=1 << 16, wg=64):
     from pytropical_gpu.backends.wgpu.backend import WgpuBackend
-    from pytropical_gpu.backends.wgpu.engine import Engine, get_engine
+    from pytropical_gpu.backends.wgpu.device import get_engine
+    from pytropical_gpu.backends.wgpu.engine import Engine
 
     eng = Engine(get_engine().rt)
     eng.limits = dataclasses.replace(eng.limits, max_storage_binding=limit, max_workgroups_per_dim=wg)

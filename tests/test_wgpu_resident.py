@@ -4,6 +4,7 @@ no re-upload per call, round trips, immutability, pool isolation, and other back
 from __future__ import annotations
 
 import gc
+import pickle
 
 import numpy as np
 import pytest
@@ -49,7 +50,9 @@ def _tv(dim, batch, seed):
 def test_array_basics(ctx, WgpuArray):
     a = np.arange(24, dtype=np.int32).reshape(4, 6)
     d = ctx.to_device(a)
-    assert isinstance(d, WgpuArray) and d.validated
+    assert isinstance(d, WgpuArray) and d.stats == {"min": 0, "max": 23}  # facts, once
+    back = pickle.loads(pickle.dumps(d))  # comes back resident (copyreg in wgpu/device.py)
+    assert isinstance(back, WgpuArray) and np.array_equal(back.get(), a)
     assert (d.shape, d.dtype, d.ndim, d.size, d.nbytes) == ((4, 6), np.int32, 2, 24, 96)
     assert "WgpuArray" in repr(d)
     assert np.array_equal(d.get(), a) and np.array_equal(np.asarray(d), a)

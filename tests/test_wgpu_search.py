@@ -134,7 +134,8 @@ def test_large_k_falls_back_to_the_host(be, rng, vsa_mod, monkeypatch):
 
 def _small(limit=1 << 16, wg=64):
     from pytropical_gpu.backends.wgpu.backend import WgpuBackend
-    from pytropical_gpu.backends.wgpu.engine import Engine, get_engine
+    from pytropical_gpu.backends.wgpu.device import get_engine
+    from pytropical_gpu.backends.wgpu.engine import Engine
 
     eng = Engine(get_engine().rt)
     eng.limits = dataclasses.replace(eng.limits, max_storage_binding=limit, max_workgroups_per_dim=wg)

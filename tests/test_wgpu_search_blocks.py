@@ -127,7 +127,8 @@ def test_kernel_variants(be, rng, sm, monkeypatch, qb, lanes, rows):
 
 def _limited(**limits):
     from pytropical_gpu.backends.wgpu.backend import WgpuBackend
-    from pytropical_gpu.backends.wgpu.engine import Engine, get_engine
+    from pytropical_gpu.backends.wgpu.device import get_engine
+    from pytropical_gpu.backends.wgpu.engine import Engine
 
     eng = Engine(get_engine().rt)
     eng.limits = dataclasses.replace(eng.limits, **limits)

@@ -25,7 +25,7 @@ TINY = np.finfo(np.float32).tiny
 @pytest.fixture
 def engine():
     require_backend("wgpu")
-    from pytropical_gpu.backends.wgpu.engine import get_engine
+    from pytropical_gpu.backends.wgpu.device import get_engine
 
     return get_engine()
 

@@ -1,5 +1,6 @@
 // Shared head of the GEMM kernels (gemm_tiled, gemm_simple, gemm_skinny): the semiring operators,
 // the uniform block and bindings 0-3; each kernel declares its optional bindings (argmax, C) after.
+// Guards, padding identity and tile choice: KERNELS.md at the repository root (shared with cuda/).
 {$ include "semiring_ops.wgsl" $}
 
 struct Params { m: u32, n: u32, k: u32, a_bs: u32, b_bs: u32, c_bs: u32, d_bs: u32, nx: u32 };

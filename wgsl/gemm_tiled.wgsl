@@ -1,6 +1,7 @@
 // Register-blocked semiring GEMM: D[b] = (C[b] ⊕) A[b] ⊗ B[b].
 // Workgroup tile BM x BN, k-tile BK, each thread TM x TN outputs held in vec4 accumulators; the
 // k-tile body is generated fully unrolled (no dynamically indexed private arrays).
+// Guards, padding and tile choice follow KERNELS.md at the repository root (as cuda/ does).
 {$ include "gemm_common.wgsl" $}
 $$ set nb = 4
 $$ if ARGMAX

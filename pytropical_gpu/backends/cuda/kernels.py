@@ -129,14 +129,16 @@ def gemm_spec(sr: Semiring, dtype: np.dtype) -> ModuleSpec:
     if not (sr.cuda_add and sr.cuda_mul):
         raise TypeError(f"matmul: semiring {sr.name!r} has no CUDA expressions (cuda_add/cuda_mul); "
                         "give them to Semiring(...) or use backend='cpu'")
-    zero = _literal(sr.zero_for(dtype), dtype)
-    digest = hashlib.sha1(f"{sr.name}|{sr.cuda_add}|{sr.cuda_mul}|{zero}|{ct}".encode()).hexdigest()[:16]
+    zero, one = _literal(sr.zero_for(dtype), dtype), _literal(sr.one_for(dtype), dtype)
+    digest = hashlib.sha1(f"{sr.name}|{sr.cuda_add}|{sr.cuda_mul}|{zero}|{one}|{ct}".encode()
+                          ).hexdigest()[:16]
     struct = f"User_{digest}"
     extra = f"""
 namespace ptg {{
 // user-defined semiring {sr.name!r} on {dtype.name}
 struct {struct} : Base<{ct}, {struct}> {{
   __device__ __forceinline__ static {ct} zero() {{ return {zero}; }}
+  __device__ __forceinline__ static {ct} one() {{ return {one}; }}
   __device__ __forceinline__ static {ct} add({ct} a, {ct} b) {{ return ({ct})({sr.cuda_add}); }}
   __device__ __forceinline__ static {ct} mul({ct} a, {ct} b) {{ return ({ct})({sr.cuda_mul}); }}
 }};

@@ -19,15 +19,8 @@ def probe() -> tuple[bool, str]:
     ok, reason = probe_runtime()
     if not ok:
         return False, reason
-    from ...errors import BackendUnavailableError
-    from .engine import get_engine
-
-    try:
-        eng = get_engine()
-    except BackendUnavailableError as e:
-        return False, e.reason
-    flush = "flushes subnormals" if eng.flushes_subnormals else "keeps subnormals"
-    return True, f"{reason}, known-answer check passed, {flush}"
+    ok, why = _opens()
+    return (True, f"{reason}, {why}") if ok else (False, why)
 
 
 def hardware_available() -> tuple[bool, str]:
@@ -49,10 +42,17 @@ def hardware_available() -> tuple[bool, str]:
 
 
 def _opens() -> tuple[bool, str]:
-    """The backend registry's cached probe: the adapter opened and passed the check."""
-    from .. import probe as registry_probe
+    """Whether the adapter opened and passed the known-answer check (decided once per process by
+    :func:`.device.get_engine`, which keeps the engine or the reason)."""
+    from ...errors import BackendUnavailableError
+    from .device import get_engine
 
-    return registry_probe("wgpu")
+    try:
+        eng = get_engine()
+    except BackendUnavailableError as e:
+        return False, e.reason
+    flush = "flushes subnormals" if eng.flushes_subnormals else "keeps subnormals"
+    return True, f"known-answer check passed, {flush}"
 
 
 def create():

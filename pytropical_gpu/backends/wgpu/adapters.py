@@ -39,6 +39,17 @@ def refusal(inf: AdapterInfo) -> str | None:
     return None
 
 
+def pick_adapter(adapters: Sequence[Any], info: Any) -> Any:
+    """The adapter to open (:func:`choose_adapter`), or BackendUnavailableError with the reason:
+    never another adapter than the one asked for."""
+    from ...errors import BackendUnavailableError
+
+    adapter, why = choose_adapter(adapters, info)
+    if adapter is None:
+        raise BackendUnavailableError("wgpu", why)
+    return adapter
+
+
 def choose_adapter(adapters: Sequence[Any], info: Any) -> tuple[Any, str]:
     """``(adapter, "")``, or ``(None, reason)`` when every adapter is refused (:func:`refusal`).
 
@@ -69,4 +80,4 @@ def choose_adapter(adapters: Sequence[Any], info: Any) -> tuple[Any, str]:
     return sorted(usable, key=key)[0], ""
 
 
-__all__ = ["VULKAN_FIX", "choose_adapter", "refusal"]
+__all__ = ["VULKAN_FIX", "choose_adapter", "pick_adapter", "refusal"]

@@ -7,9 +7,10 @@ kernels bind that buffer directly instead of uploading the operand on every call
 
 It is immutable from the user's side: operations read it, never write it, and results come back as
 numpy arrays. Values that validation needs (NaN / inf present, integer range) are computed once when
-the array is created (``validated`` is then True) so later calls do not read the data again.
+the array is created (``stats``) so later calls do not read the data again.
 
-This module imports nothing from the WebGPU runtime at import time (``_arrays`` checks the type).
+The engine binds it through :meth:`WgpuArray.device_buffer`; this module imports no engine and no
+WebGPU library (``_arrays`` checks the type; unpickling is registered by :mod:`.device`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ import weakref
 from typing import Any
 
 import numpy as np
+
+from .pool import DeviceBuffer, _round4
+from .runtime import Copy
 
 log = logging.getLogger("pytropical_gpu")
 
@@ -45,13 +49,13 @@ class WgpuArray:
     """An n-d, C-contiguous array living in one wgpu device buffer.
 
     Attributes: ``shape``, ``dtype``, ``ndim``, ``size``, ``nbytes``, ``offset`` (bytes into the
-    buffer: views made by ``reshape`` / leading-axis indexing share it), ``validated`` and
-    ``stats`` (facts computed once at creation: ``nan``, ``inf``, ``subnormal`` (count) and
-    ``min_abs`` (smallest non-zero magnitude) for floats, ``min``, ``max`` for integers).
+    buffer: views made by ``reshape`` / leading-axis indexing share it) and ``stats`` (facts
+    computed once at creation: ``nan``, ``inf``, ``subnormal`` (count) and ``min_abs`` (smallest
+    non-zero magnitude) for floats, ``min``, ``max`` for integers).
     ``.get()`` / ``np.asarray(x)`` copy it back to a new numpy array.
     """
 
-    __slots__ = ("_storage", "shape", "dtype", "offset", "stats", "validated")
+    __slots__ = ("_storage", "shape", "dtype", "offset", "stats")
 
     def __init__(self, *args, **kwargs):
         raise TypeError("WgpuArray: create one with get_backend('wgpu').to_device(x) or "
@@ -59,11 +63,9 @@ class WgpuArray:
 
     # ------------------------------------------------------------------ creation
     @classmethod
-    def from_numpy(cls, x: Any, engine=None) -> WgpuArray:
-        """Copy ``x`` (anything numpy accepts) into a new device buffer, computing its stats."""
-        from .engine import get_engine
-
-        eng = engine or get_engine()
+    def from_numpy(cls, x: Any, engine) -> WgpuArray:
+        """Copy ``x`` (anything numpy accepts) into a new buffer on ``engine``, computing its stats."""
+        eng = engine
         a = np.asarray(x, order="C")  # not ascontiguousarray: it makes a 0-d array 1-D
         if a.dtype == np.float64:
             raise TypeError("WgpuArray: float64 is not supported on the wgpu backend (WGSL has no "
@@ -87,12 +89,11 @@ class WgpuArray:
         self._storage = _Storage(eng, handle, nbytes, cap)
         self.shape, self.dtype, self.offset = tuple(int(s) for s in a.shape), a.dtype, 0
         self.stats = _stats(a)
-        self.validated = True
         return self
 
     def _view(self, shape: tuple, offset: int) -> WgpuArray:
         v = object.__new__(WgpuArray)
-        v._storage, v.dtype, v.stats, v.validated = self._storage, self.dtype, self.stats, self.validated
+        v._storage, v.dtype, v.stats = self._storage, self.dtype, self.stats
         v.shape, v.offset = tuple(int(s) for s in shape), int(offset)
         return v
 
@@ -117,6 +118,22 @@ class WgpuArray:
     def handle(self):
         """The runtime buffer handle (for the engine)."""
         return self._storage.handle
+
+    def device_buffer(self, eng) -> DeviceBuffer:
+        """This array as a kernel operand on ``eng``: its own buffer bound in place (no copy); for a
+        view whose offset the device cannot bind, one device-side copy into a pooled buffer; made
+        on another device, or a sub-word view, one host round trip."""
+        n = self.nbytes
+        if self._storage.engine is not eng or self.offset % 4:
+            return eng.upload(self.get())
+        if self.offset % eng.limits.min_storage_offset_alignment == 0 or n == 0:
+            return DeviceBuffer(self.handle, n, self._storage.capacity, pooled=False, base=self.offset,
+                                owner=self._storage)
+        # an unaligned view (a row chunk): one device-side copy, nothing crosses the bus
+        buf = eng.pool.acquire(n)
+        eng.rt.submit([Copy(self.handle, self.offset, buf.handle, 0, _round4(n))])
+        eng.count("resident_copies")
+        return buf
 
     def __len__(self) -> int:
         if not self.shape:
@@ -212,8 +229,6 @@ class WgpuArray:
     def __setitem__(self, key, value):
         raise TypeError("WgpuArray is read-only; modify a host copy (.get()) and call to_device again")
 
-    def __reduce__(self):
-        return (_rebuild, (self.get(),))
 
     # ------------------------------------------------------------------ validation facts
     def has_nan(self) -> bool:
@@ -241,10 +256,6 @@ class WgpuArray:
         return max(abs(int(st.get("min", 0))), abs(int(st.get("max", 0))))
 
 
-def _rebuild(a):
-    return WgpuArray.from_numpy(a)
-
-
 def _stats(a: np.ndarray) -> dict:
     if a.size == 0:
         return {}
@@ -261,10 +272,6 @@ def _stats(a: np.ndarray) -> dict:
     return {}
 
 
-def is_wgpu_array(x: Any) -> bool:
-    return isinstance(x, WgpuArray)
-
-
 def host(x: Any, why: str = "") -> Any:
     """``x`` itself, or a host copy of a WgpuArray (logged: this is the slow path)."""
     if isinstance(x, WgpuArray):
@@ -273,4 +280,4 @@ def host(x: Any, why: str = "") -> Any:
     return x
 
 
-__all__ = ["WgpuArray", "host", "is_wgpu_array"]
+__all__ = ["WgpuArray", "host"]

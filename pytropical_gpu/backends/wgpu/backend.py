@@ -11,7 +11,8 @@ from ...semirings import Semiring, get_semiring
 from ..base import Backend
 from . import boolean, flush, gemm, vsa
 from .array import WgpuArray, host
-from .engine import Engine, get_engine
+from .device import get_engine
+from .engine import Engine
 
 
 class WgpuBackend(Backend):

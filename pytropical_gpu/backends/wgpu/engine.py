@@ -1,6 +1,7 @@
-"""The engine: one runtime per process, the pipeline cache, the buffer pool and dispatch grids.
+"""The engine: one runtime, the pipeline cache, the buffer pool and dispatch grids.
 
-Kernel modules (gemm, boolean, vsa) use only this module and :mod:`.runtime`'s interface.
+Kernel modules (gemm, boolean, vsa) use only this module and :mod:`.runtime`'s interface. The
+process's one engine is opened (and its adapter checked) by :func:`.device.get_engine`.
 
 Buffers and the operation lock that releases what a failed call took live in :mod:`.pool`. A forked
 child cannot use the parent's device (see ``backends._process``).
@@ -9,19 +10,15 @@ child cannot use the parent's device (see ``backends._process``).
 from __future__ import annotations
 
 import logging
-import os
 import struct
-import threading
 from collections import OrderedDict, defaultdict
 
 import numpy as np
 
-from ...errors import BackendUnavailableError
 from .. import _process
 from . import templating
-from .array import WgpuArray
 from .pool import BufferPool, DeviceBuffer, OpLock, _round4
-from .runtime import Copy, Dispatch, Runtime, create_runtime
+from .runtime import Copy, Dispatch, Runtime
 
 log = logging.getLogger("pytropical_gpu")
 
@@ -102,10 +99,11 @@ class Engine:
 
     def upload(self, arr) -> DeviceBuffer:
         """A device buffer holding ``arr``: a numpy array is written through the runtime (into a
-        pooled buffer); a resident :class:`~.array.WgpuArray` is bound in place (no copy), or, for a
-        view whose offset the device cannot bind, copied on the device into a pooled buffer."""
-        if isinstance(arr, WgpuArray):
-            return self._bind_resident(arr)
+        pooled buffer); an array already on the device (a :class:`~.array.WgpuArray`: it has
+        ``device_buffer``) hands over its own buffer, bound in place where it can be."""
+        resident = getattr(arr, "device_buffer", None)
+        if resident is not None:
+            return resident(self)
         a = np.ascontiguousarray(arr)
         buf = self.pool.acquire(a.nbytes)
         raw = a.reshape(-1).view(np.uint8)
@@ -114,21 +112,8 @@ class Engine:
         self.rt.write(buf.handle, raw)
         return buf
 
-    def _bind_resident(self, arr: WgpuArray) -> DeviceBuffer:
-        self.stats["resident_binds"] = self.stats.get("resident_binds", 0) + 1
-        n = arr.nbytes
-        if arr._storage.engine is not self:  # made on another device: one host round trip
-            return self.upload(arr.get())
-        if arr.offset % 4:  # a sub-word view of a bool/uint8 array: host round trip
-            return self.upload(arr.get())
-        if arr.offset % self.limits.min_storage_offset_alignment == 0 or n == 0:
-            return DeviceBuffer(arr.handle, n, arr._storage.capacity, pooled=False, base=arr.offset,
-                                owner=arr._storage)
-        # an unaligned view (a row chunk): one device-side copy, nothing crosses the bus
-        buf = self.pool.acquire(n)
-        self.rt.submit([Copy(arr.handle, arr.offset, buf.handle, 0, _round4(n))])
-        self.stats["resident_copies"] = self.stats.get("resident_copies", 0) + 1
-        return buf
+    def count(self, stat: str) -> None:
+        self.stats[stat] = self.stats.get(stat, 0) + 1
 
     def download(self, buf: DeviceBuffer, dtype, shape, offset: int = 0) -> np.ndarray:
         dt = np.dtype(dtype)
@@ -176,63 +161,8 @@ def pack_params(*values: int, fmt: str = "I") -> bytes:
     return b + bytes(-len(b) % 16)
 
 
-_engine: Engine | None = None
-#: why the adapter may not be used (refused, device request failed, or known-answer check failed):
-#: decided once per process, never retried
-_engine_error: str | None = None
-_engine_lock = threading.Lock()
 #: a forked child's inherited device objects: never released there (a release could hang)
 _abandoned: list = []
 
 
-def get_engine() -> Engine:
-    """The process-wide engine. The first call (under a lock: threads making their first call at
-    once get the same engine) opens the adapter and runs the known-answer check of
-    :mod:`.selfcheck`; an adapter that fails it is never used (BackendUnavailableError, also on
-    every later call)."""
-    global _engine, _engine_error
-    _process.check("wgpu")
-    with _engine_lock:
-        if _engine is not None:
-            return _engine
-        if _engine_error is not None:
-            raise BackendUnavailableError("wgpu", _engine_error)
-        try:
-            rt = create_runtime()
-        except Exception as e:  # noqa: BLE001 - refused adapter, device request failed
-            _engine_error = str(e) or type(e).__name__
-            raise BackendUnavailableError("wgpu", _engine_error) from e
-        from . import selfcheck
-
-        eng = Engine(rt)
-        res = selfcheck.run(eng)
-        if not res.ok:
-            i = rt.info
-            _engine_error = (f"{rt.name}: adapter {i.name} ({i.backend}, {i.adapter_type}) failed "
-                             f"the known-answer check, so it is never used: {res.reason}")
-            rt.close()
-            raise BackendUnavailableError("wgpu", _engine_error)
-        eng.selfcheck = res
-        eng.flushes_subnormals = res.flushes_subnormals
-        log.info("wgpu: %s (%s, %s), max binding %d MiB%s", rt.info.name, rt.info.backend,
-                 rt.info.adapter_type, rt.limits.max_storage_binding >> 20,
-                 ", flushes subnormals" if res.flushes_subnormals else "")
-        _engine = eng
-        return _engine
-
-
-def _after_fork_in_child() -> None:
-    global _engine_lock
-    _engine_lock = threading.Lock()
-    if _engine is not None:  # the parent opened a device: a fresh one here hangs as well
-        rt = _engine.rt
-        what = f"a WebGPU device ({rt.name}: {rt.info.name})" if hasattr(rt, "info") else "a WebGPU device"
-        _process.mark_forked("wgpu", what)
-        _engine._forked()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-__all__ = ["BufferPool", "OpLock", "DeviceBuffer", "Engine", "WG", "get_engine", "pack_params"]
+__all__ = ["BufferPool", "OpLock", "DeviceBuffer", "Engine", "WG", "pack_params"]

@@ -75,7 +75,7 @@ class AdapterInfo:
 
     @property
     def software(self) -> bool:
-        return self.is_fallback or self.adapter_type.upper() == "CPU"
+        return software_adapter(self.adapter_type, self.is_fallback)
 
 
 @dataclass(frozen=True)
@@ -180,22 +180,48 @@ def binding_kinds(source: str) -> dict[int, str]:
     return dict(sorted(kinds.items()))
 
 
-def pick_adapter(adapters: Sequence[Any], info: Any) -> Any:
-    """The adapter to open (:func:`.adapters.choose_adapter`: ``PYTROPICAL_WGPU_ADAPTER`` if set,
-    else hardware first; never a refused one), or BackendUnavailableError with the reason: never
-    another adapter than the one asked for."""
-    from ...errors import BackendUnavailableError
-    from .adapters import choose_adapter
-
-    adapter, why = choose_adapter(adapters, info)
-    if adapter is None:
-        raise BackendUnavailableError("wgpu", why)
-    return adapter
-
-
 def software_adapter(adapter_type: str, is_fallback: bool) -> bool:
-    """The rule that keeps llvmpipe out of "auto": a CPU adapter or a fallback adapter."""
+    """The one rule for "software adapter" (llvmpipe, lavapipe, SwiftShader, a fallback): a CPU
+    adapter or a fallback adapter. It keeps them out of "auto"; ``info`` and the adapter ranking
+    read it through :attr:`AdapterInfo.software`."""
     return bool(is_fallback) or str(adapter_type).upper() == "CPU"
+
+
+def pack_uniforms(blobs: Sequence[bytes], align: int) -> tuple[list[int], bytearray]:
+    """Every dispatch's uniform block in one buffer: (byte offset of each block, the bytes to write).
+
+    Each block starts at a multiple of ``align`` (the device's min uniform offset alignment) and is
+    bound with :func:`uniform_size` bytes. Both runtimes recycle one uniform buffer this way."""
+    offs, total = [], 0
+    for b in blobs:
+        offs.append(total)
+        total += -(-uniform_size(b) // align) * align
+    last = uniform_size(blobs[-1]) if blobs else 0
+    stage = bytearray(offs[-1] + last + (-last % 4)) if blobs else bytearray()
+    for o, b in zip(offs, blobs):
+        stage[o:o + len(b)] = b
+    return offs, stage
+
+
+def uniform_size(blob: bytes) -> int:
+    """The bound size of one uniform block (at least 16 bytes)."""
+    return max(len(blob), 16)
+
+
+def buffer_capacity(need: int, floor: int) -> int:
+    """The size to (re)allocate a recycled buffer at: a power of two, at least ``floor``."""
+    return max(floor, 1 << (max(need, 1) - 1).bit_length())
+
+
+def storage_ranges(cmd: Dispatch) -> list[tuple[int, BufferHandle, int, int]]:
+    """(slot, buffer, offset, size) of a dispatch's storage bindings, slots 1, 2, ... in order."""
+    out = []
+    for i, bnd in enumerate(cmd.bindings):
+        if not isinstance(bnd, Binding):
+            bnd = Binding(bnd)
+        size = bnd.size if bnd.size is not None else bnd.buffer.size - bnd.offset
+        out.append((i + 1, bnd.buffer, int(bnd.offset), int(size)))
+    return out
 
 
 def implementation() -> str:
@@ -250,24 +276,7 @@ def create_runtime(name: str | None = None) -> Runtime:
     return runtime_module(name).create()
 
 
-def survey() -> dict[str, dict]:
-    """Every implementation's probe and adapters, for ``info``: ``{name: {"selected", "ok",
-    "reason", "adapters": [AdapterInfo, ...]}}`` (never raises)."""
-    try:
-        selected = implementation()
-    except ValueError:
-        selected = ""
-    out = {}
-    for name in RUNTIMES:
-        try:
-            ok, reason = probe_runtime(name)
-        except Exception as e:  # noqa: BLE001
-            ok, reason = False, f"{type(e).__name__}: {e}"
-        out[name] = {"selected": name == selected, "ok": ok, "reason": reason,
-                     "adapters": list_adapters(name) if ok else []}
-    return out
-
-
 __all__ = ["RUNTIMES", "AdapterInfo", "Binding", "Copy", "Dispatch", "Limits", "Runtime",
-           "create_runtime", "implementation", "list_adapters", "probe_runtime", "runtime_module",
-           "software_adapter", "survey"]
+           "buffer_capacity", "create_runtime", "implementation", "list_adapters", "pack_uniforms",
+           "probe_runtime", "runtime_module", "software_adapter", "storage_ranges",
+           "uniform_size"]

@@ -7,7 +7,18 @@ import threading
 from collections.abc import Sequence
 
 from .adapters import choose_adapter, refusal
-from .runtime import AdapterInfo, Binding, Copy, Dispatch, Limits, Runtime, binding_kinds
+from .runtime import (
+    AdapterInfo,
+    Copy,
+    Dispatch,
+    Limits,
+    Runtime,
+    binding_kinds,
+    buffer_capacity,
+    pack_uniforms,
+    storage_ranges,
+    uniform_size,
+)
 
 log = logging.getLogger("pytropical_gpu")
 #: The adapters, enumerated once per process (under the lock) and never released while it runs:
@@ -171,30 +182,22 @@ class WgpuPyRuntime(Runtime):
             raise RuntimeError(f"WGSL validation of {label or 'a kernel'} failed: {e}") from e
 
     # ------------------------------------------------------------------ commands
-    def _uniforms(self, blobs: list[bytes]) -> list[int]:
-        align = self.limits.min_uniform_offset_alignment
-        offs, total = [], 0
-        for b in blobs:
-            offs.append(total)
-            total += -(-max(len(b), 16) // align) * align
-        if total > self._uniform_size:
+    def _write_uniforms(self, blobs: list[bytes]) -> list[int]:
+        """Every params block into the one recycled uniform buffer (written before the submit)."""
+        offs, stage = pack_uniforms(blobs, self.limits.min_uniform_offset_alignment)
+        if len(stage) > self._uniform_size:
             if self._uniform is not None:
                 self._uniform.destroy()
-            size = max(4096, 1 << (total - 1).bit_length())
+            self._uniform_size = buffer_capacity(len(stage), 4096)
             self._uniform = self.device.create_buffer(
-                size=size, usage=self._wgpu.BufferUsage.UNIFORM | self._wgpu.BufferUsage.COPY_DST)
-            self._uniform_size = size
+                size=self._uniform_size,
+                usage=self._wgpu.BufferUsage.UNIFORM | self._wgpu.BufferUsage.COPY_DST)
+        self.queue.write_buffer(self._uniform, 0, stage)
         return offs
 
     def submit(self, commands: Sequence[Dispatch | Copy]) -> None:
-        blobs = [c.params for c in commands if isinstance(c, Dispatch) and c.params is not None]
-        offs = self._uniforms([bytes(b) for b in blobs]) if blobs else []
-        if blobs:
-            # every params block goes into the one uniform buffer (written before this submit)
-            stage = bytearray(offs[-1] + len(blobs[-1]) + (-len(blobs[-1]) % 4))
-            for o, b in zip(offs, blobs):
-                stage[o:o + len(b)] = b
-            self.queue.write_buffer(self._uniform, 0, stage)
+        blobs = [bytes(c.params) for c in commands if isinstance(c, Dispatch) and c.params is not None]
+        offs = self._write_uniforms(blobs) if blobs else []
         enc = self.device.create_command_encoder()
         ui = 0
         for cmd in commands:
@@ -204,16 +207,11 @@ class WgpuPyRuntime(Runtime):
             entries = []
             if cmd.params is not None:
                 entries.append({"binding": 0, "resource": {
-                    "buffer": self._uniform, "offset": offs[ui], "size": max(len(blobs[ui]), 16)}})
+                    "buffer": self._uniform, "offset": offs[ui], "size": uniform_size(blobs[ui])}})
                 ui += 1
-            for i, bnd in enumerate(cmd.bindings):
-                if not isinstance(bnd, Binding):
-                    bnd = Binding(bnd)
-                size = bnd.size if bnd.size is not None else bnd.buffer.size - bnd.offset
-                entries.append({"binding": i + 1, "resource": {
-                    "buffer": bnd.buffer, "offset": bnd.offset, "size": size}})
-            bg = self.device.create_bind_group(layout=cmd.pipeline._pt_bgl,
-                                               entries=entries)
+            entries += [{"binding": slot, "resource": {"buffer": buf, "offset": off, "size": size}}
+                        for slot, buf, off, size in storage_ranges(cmd)]
+            bg = self.device.create_bind_group(layout=cmd.pipeline._pt_bgl, entries=entries)
             p = enc.begin_compute_pass()
             p.set_pipeline(cmd.pipeline)
             p.set_bind_group(0, bg)

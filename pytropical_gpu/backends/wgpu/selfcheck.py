@@ -1,8 +1,9 @@
 """The known-answer check every adapter passes before the wgpu backend uses it.
 
-It runs when the engine first opens an adapter (:func:`.engine.get_engine`), through the real GEMM
+It runs when the engine first opens an adapter (:func:`.device.get_engine`), through the real GEMM
 path (template rendering, pipeline compile, upload, dispatch, read-back), on tiny problems with
-hand-computed answers: float32 min_plus with ∞, max_times with ∞, int32 max_plus, uint32 bor_band.
+hand-computed answers (:data:`pytropical_gpu.known_answers.GEMM`, which ``info`` runs on every
+backend too): float32 min_plus with ∞, max_times with ∞, int32 max_plus, uint32 bor_band.
 An adapter that gets one wrong (a null device returning uninitialised memory, a broken driver) is
 never used.
 
@@ -20,7 +21,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ...known_answers import GEMM
 from ...semirings import get_semiring
+from . import gemm
 
 log = logging.getLogger("pytropical_gpu")
 
@@ -46,29 +49,13 @@ class SelfCheck:
 def run_gemm(eng, semiring: str, a, b) -> np.ndarray:
     """``a ⊗ b`` through the engine's GEMM kernels directly: no operand checks (a private path for
     this check and for tests of the raw kernels' behaviour on subnormals)."""
-    from . import gemm
-
     a3, b3 = np.ascontiguousarray(a)[None], np.ascontiguousarray(b)[None]
     with eng.lock:
         return gemm.gemm(eng, a3, b3, get_semiring(semiring), None, False)[0][0]
 
 
 #: (name, semiring, a, b, exact answer): must match bit for bit on every adapter
-EXACT = [
-    ("min_plus f32 with inf", "min_plus",
-     np.array([[0, 1, _INF], [2, _INF, 3]], _F), np.array([[0, 3], [1, 0], [_INF, -1]], _F),
-     np.array([[0, 1], [2, 2]], _F)),
-    ("max_times f32 with inf", "max_times",
-     np.array([[_INF, 2], [-1, 0.5]], _F), np.array([[1, -2], [3, 4]], _F),
-     np.array([[_INF, 8], [1.5, 2]], _F)),
-    ("max_plus int32", "max_plus",
-     np.array([[1, -7], [2**30, 4]], np.int32), np.array([[3, 0], [-1, 2**20]], np.int32),
-     np.array([[4, 2**20 - 7], [2**30 + 3, 2**30]], np.int32)),
-    ("bor_band uint32", "bor_band",
-     np.array([[0xF0F0F0F0, 0x0000FFFF]], np.uint32),
-     np.array([[0xFF00FF00, 0xFFFFFFFF], [0x12345678, 0]], np.uint32),
-     np.array([[0xF000F678, 0xF0F0F0F0]], np.uint32)),
-]
+EXACT = GEMM
 
 #: (name, semiring, a, b, exact answer): exact, or zero where the adapter flushes subnormals
 FLUSH_PROBES = [

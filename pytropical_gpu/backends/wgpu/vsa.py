@@ -11,10 +11,11 @@ from __future__ import annotations
 import numpy as np
 
 from . import vsa_long as long
+from . import vsa_search
 from .array import WgpuArray, host
 from .engine import WG, Engine, pack_params
 from .vsa_long import chunks as _chunks
-from .vsa_search import SEARCH_RPT, TOPK_MAX, exact_words, search  # noqa: F401 (the backend's names)
+from .vsa_search import SEARCH_RPT, TOPK_MAX, exact_words  # noqa: F401 (the backend's names)
 
 
 def bind(eng: Engine, ap, an, bp, bn):
@@ -95,6 +96,16 @@ def dot(eng: Engine, ap, an, bp, bn):
             eng.release(*mb, res)
         eng.release(*qa)
     return out
+
+
+def search(eng: Engine, ap, an, bp, bn, k: int):
+    """The k best memory rows per query (idx, scores): the fused kernels of :mod:`.vsa_search`, or,
+    for rows beyond one binding, tiled :func:`dot` ranked on the host (ties: the smaller index)."""
+    if long.is_long(eng, ap.shape[1]):
+        scores = dot(eng, ap, an, bp, bn)
+        order = np.argsort(-scores, axis=-1, kind="stable")[:, :k]
+        return order.astype(np.int64), np.take_along_axis(scores, order, axis=-1)
+    return vsa_search.search(eng, ap, an, bp, bn, k)
 
 
 def nnz(eng: Engine, p, n):

@@ -68,12 +68,9 @@ def search(eng: Engine, ap, an, bp, bn, k: int):
     if not (1 <= k <= min(m, TOPK_MAX) and exact_words(w) and m < 0xFFFFFFFF):
         raise ValueError(f"wgpu search: k must be in [1, min(M, {TOPK_MAX})] with exact i32 rows, "
                          f"got k={k}, M={m}, {w} words")
-    if long.is_long(eng, w):  # few rows, each beyond a binding: tiled dots, ranked on the host
-        from . import vsa
-
-        scores = vsa.dot(eng, ap, an, bp, bn)
-        order = np.argsort(-scores, axis=-1, kind="stable")[:, :k]  # ties: the smaller index
-        return order.astype(np.int64), np.take_along_axis(scores, order, axis=-1)
+    if long.is_long(eng, w):
+        raise ValueError(f"wgpu search: rows of {w} words exceed one binding (vsa.search ranks "
+                         "their dots on the host)")
     out_i = np.empty((q, k), np.int64)
     out_s = np.empty((q, k), np.int64)
     qb = _qb(q)

@@ -11,7 +11,7 @@ search top-k passes and nnz).
 ``tests/test_webgpu_runtimes.py`` compiles each one on every available WebGPU runtime (wgpu-py's
 naga and Dawn's Tint), so a shader that only one compiler accepts cannot land. The test also checks
 that everything the engine compiled while the suite ran is in this list, so the enumeration cannot
-silently fall behind the kernels.
+silently fall behind the kernels. A test helper: nothing in the package imports it.
 
 >>> vs = variants()
 >>> len({v.template for v in vs}) >= 8
@@ -25,9 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...semirings import Semiring, get_semiring, semiring_names
-from . import boolean, gemm, templating, vsa, vsa_search
-from .engine import WG
+from pytropical_gpu.backends.wgpu import boolean, gemm, templating, vsa_search
+from pytropical_gpu.backends.wgpu.engine import WG
+from pytropical_gpu.semirings import Semiring, get_semiring, semiring_names
 
 #: counter widths a SoftTernaryVec can have (the spec's 1 to 31), all proved: the template unrolls
 #: one plane per bit
@@ -60,9 +60,11 @@ def _v(template: str, **params) -> Variant:
     return Variant(template, tuple(sorted(params.items())))
 
 
-#: a user-defined semiring given once with WGSL expressions (the ``USER`` template path)
+#: a user-defined semiring given once with WGSL expressions (the ``USER`` template path), on every
+#: dtype a user semiring may use in WGSL (``gemm.USER_DTYPES``: float32, int32 and uint32)
 USER_SEMIRING = Semiring("max_min_user", np.maximum, np.minimum, -np.inf, np.inf,
-                         wgsl_add="max(a, b)", wgsl_mul="min(a, b)", selective=True)
+                         dtypes=tuple(sorted(gemm.USER_DTYPES)), wgsl_add="max(a, b)",
+                         wgsl_mul="min(a, b)", selective=True)
 
 
 def gemm_semirings() -> list[Semiring]:
@@ -120,7 +122,7 @@ def boolean_variants() -> list[Variant]:
 def vsa_variants() -> list[Variant]:
     out = [_v("vsa_elementwise", OP="bind", BITS=0, WG=WG), _v("vsa_dot"), _v("vsa_permute", WG=WG)]
     out += [_v("vsa_nnz", WG=WG)]
-    out += [_v("vsa_search", SRC=src, RPT=vsa.SEARCH_RPT) for src in ("score", "cand")]
+    out += [_v("vsa_search", SRC=src, RPT=vsa_search.SEARCH_RPT) for src in ("score", "cand")]
     out += [_v("vsa_search_dot", **vsa_search.dot_params(qb)) for qb in vsa_search.query_blocks()]
     out += [_v("vsa_bundle", WIDTH=w, WG=WG) for w in BUNDLE_WIDTHS]
     for bits in range(1, MAX_BITS + 1):

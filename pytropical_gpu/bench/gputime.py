@@ -1,0 +1,54 @@
+"""Device timing for the GPU suites: wgpu dispatches queued and waited for once, CuPy events."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import harness as h
+
+
+def cupy_or_none():
+    """CuPy when it sees a CUDA device (the cuBLAS baselines), else None."""
+    try:
+        import cupy as cp
+
+        cp.cuda.Device(0).compute_capability  # noqa: B018 - raises without a device
+        return cp
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def queue_time(eng, disp, reps, repeats=7, max_time=20.0) -> h.Timing:
+    """Per-dispatch time of ``reps`` identical wgpu dispatches submitted at once, then a wait."""
+    t = h.median_time(lambda: eng.submit([disp] * reps), eng.sync, repeats=repeats, warmup=1,
+                      max_time=max_time)
+    return h.Timing(t.median / reps, t.q20 / reps, t.q80 / reps, t.n)
+
+
+def cupy_time(cp, fn, reps, repeats=7) -> h.Timing:
+    """Per-call time of ``reps`` calls of ``fn`` between two CUDA events."""
+    fn()
+    cp.cuda.Device().synchronize()
+    ts = []
+    for _ in range(repeats):
+        s, e = cp.cuda.Event(), cp.cuda.Event()
+        s.record()
+        for _ in range(reps):
+            fn()
+        e.record()
+        e.synchronize()
+        ts.append(cp.cuda.get_elapsed_time(s, e) / 1e3 / reps)
+    q20, med, q80 = np.quantile(ts, [0.2, 0.5, 0.8])
+    return h.Timing(float(med), float(q20), float(q80), len(ts))
+
+
+def copy_time(eng, nbytes, reps) -> h.Timing:
+    """Per-copy time of a wgpu device-to-device copy of ``nbytes`` (the memory-bound baseline)."""
+    src, dst = eng.alloc(nbytes), eng.alloc(nbytes)
+    t = h.median_time(lambda: eng.submit([eng.copy(src, dst, nbytes)] * reps), eng.sync,
+                      repeats=7, warmup=1, max_time=10.0)
+    eng.release(src, dst)
+    return h.Timing(t.median / reps, t.q20 / reps, t.q80 / reps, t.n)
+
+
+__all__ = ["copy_time", "cupy_or_none", "cupy_time", "queue_time"]
