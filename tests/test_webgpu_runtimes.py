@@ -312,7 +312,10 @@ def test_variant_list_covers_what_the_backend_compiles():
     tg.matmul(np.nan_to_num(a, posinf=9).astype(np.int32)[:, :5], b.astype(np.int32)[:5], "max_plus",
               backend="wgpu")
     tg.matmul(a > 0, b > 0, "lxor_land", backend="wgpu")
+    flushes = tg.get_backend("wgpu").flushes_subnormals
     for dt in variants.USER_SEMIRING.dtypes:  # a user semiring on every WGSL element type
+        if flushes and np.dtype(dt).kind == "f":
+            continue  # refused before compiling on a flushing adapter (test_wgpu_subnormals.py)
         u = rng.integers(0, 9, (5, 6)).astype(dt)
         tg.matmul(u, u.T.copy(), variants.USER_SEMIRING, backend="wgpu")
     x = tg.TernaryVec.random(300, seed=1, batch=(4,))
