@@ -17,6 +17,7 @@ from ... import facts
 from ...semirings import Semiring
 from .array import host
 from .engine import WG, Engine, pack_params
+from .readback import download_all
 from .templating import WGSL_TYPES, literal
 
 #: the big tile (min_plus f32 8192^3 on an H200 through Vulkan: 20.6 TOPS; BK=8 gave 19.6)
@@ -161,10 +162,11 @@ def gemm(eng: Engine, a: np.ndarray, b: np.ndarray, sr: Semiring, c, argmax: boo
         b_bs = k * nn if bbuf.shape[0] > 1 else 0
         c_bs = mm * nn if (cbk is not None and cbk.shape[0] > 1) else 0
         eng.submit([make_dispatch(eng, pipe, kname, kp, binds, mm, nn, k, nbat, a_bs, b_bs, c_bs)])
-        out = eng.download(dbuf, dt, (nbat, mm, nn))
-        d[b0:b1, m0:m1, n0:n1] = out
+        outs = [(dbuf, dt, (nbat, mm, nn))] + ([(ibuf, np.int32, (nbat, mm, nn))] if argmax else [])
+        got = download_all(eng, *outs)
+        d[b0:b1, m0:m1, n0:n1] = got[0]
         if argmax:
-            idx[b0:b1, m0:m1, n0:n1] = eng.download(ibuf, np.int32, (nbat, mm, nn))
+            idx[b0:b1, m0:m1, n0:n1] = got[1]
         eng.release(*bufs, dbuf, ibuf)
     return d, idx
 
