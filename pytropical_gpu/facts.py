@@ -2,10 +2,11 @@
 
 For a float array: NaN present, +inf / -inf present, the number of subnormals, the smallest
 non-zero magnitude and the largest magnitude; for an integer array: its minimum and maximum (hence
-the largest magnitude, and whether an extreme such as a semiring's zero occurs). They are computed
-together, once per operand per call (on the device for a cupy array, with one read-back), and only
-when some layer asks: the operation refuses NaN with them, the kernels choose a guarded ⊗ and the
-DPX path with them, and a subnormal-flushing wgpu adapter decides from them whether a call is exact.
+the largest magnitude, and whether an extreme such as a semiring's zero occurs). Each is computed
+once per operand per call, in this module only (on the device for a cupy array, one read-back per
+group, see :class:`Facts`), and only when some layer asks: the operation refuses NaN with them, the
+kernels choose a guarded ⊗ and the DPX path with them, and a subnormal-flushing wgpu adapter
+decides from them whether a call is exact. Nothing else scans an operand's values.
 
 A resident :class:`~pytropical_gpu.backends.wgpu.array.WgpuArray` computes its facts once at
 ``to_device`` (it is immutable) and keeps them; :func:`of` hands those out. cupy arrays, resident or
@@ -26,35 +27,45 @@ _INF = float("inf")
 
 
 class Facts:
-    """The facts of one operand, computed on first use (all of them together) and then kept."""
+    """The facts of one operand, each learned once and then kept.
+
+    Two groups, each computed together the first time one of its facts is asked: the range (NaN,
+    ±inf, largest magnitude, integer min/max: two reductions, ``x.min()`` and ``x.max()``, which
+    propagate NaN) and, for floats, the small end (smallest non-zero magnitude, subnormal count:
+    what only a subnormal-flushing adapter asks). Asking costs nothing the second time."""
 
     __slots__ = ("_x", "_xp", "_v", "dtype")
 
     def __init__(self, x: Any, xp: Any = np):
-        self._x, self._xp, self._v, self.dtype = x, xp, None, np.dtype(x.dtype)
+        self._x, self._xp, self.dtype = x, xp, np.dtype(x.dtype)
+        self._v: dict = {"size": int(x.size)}
 
     @classmethod
     def of_host(cls, a: np.ndarray) -> Facts:
-        """The facts of a host array, computed now (what ``to_device`` keeps)."""
+        """Every fact of a host array, computed now (what ``to_device`` keeps)."""
         f = cls(a)
-        f._values()
+        f._group("min_abs")
         return f
 
     @property
     def computed(self) -> bool:
-        """True once the values are known (asking for them then costs nothing)."""
-        return self._v is not None
+        """True once the range facts are known (asking for them then costs nothing)."""
+        return "nan" in self._v
 
-    def _values(self) -> dict:
-        if self._v is None:
-            self._v = _compute(self._x, self._xp)
-            self._x = None
-        return self._v
+    def _group(self, key: str) -> dict:
+        v = self._v
+        if "nan" not in v:
+            v.update(_range(self._x, self._xp, self.dtype))
+        if key in ("min_abs", "subnormal") and "min_abs" not in v:
+            v.update(_small(self._x, self._xp, self.dtype))
+        if "min_abs" in v or self.dtype.kind != "f":
+            self._x = None  # everything known: the operand is not needed any more
+        return v
 
     def __getitem__(self, key: str) -> Any:
-        """One computed value by name ("nan", "posinf", "neginf", "subnormal", "min_abs",
-        "absmax", "min", "max", "size")."""
-        return self._values()[key]
+        """One value by name ("nan", "posinf", "neginf", "subnormal", "min_abs", "absmax", "min",
+        "max", "size")."""
+        return self._group(key)[key]
 
     def as_dict(self) -> dict:
         """The facts that matter for this dtype, by name: nan, inf, subnormal and min_abs for
@@ -77,76 +88,82 @@ class Facts:
 
     @property
     def nan(self) -> bool:
-        return self._values()["nan"]
+        return self["nan"]
 
     @property
     def inf(self) -> bool:
-        v = self._values()
-        return v["posinf"] or v["neginf"]
+        return self["posinf"] or self["neginf"]
 
     @property
     def subnormal(self) -> int:
         """How many values are subnormal (0 < |x| < the dtype's smallest normal)."""
-        return self._values()["subnormal"]
+        return self["subnormal"]
 
     @property
     def min_abs(self) -> float:
         """The smallest non-zero magnitude (inf when there is none)."""
-        return self._values()["min_abs"]
+        return self["min_abs"]
 
     @property
     def absmax(self) -> int | float:
         """The largest magnitude (a Python int for integers: no overflow; 0 for an empty array)."""
-        return self._values()["absmax"]
+        return self["absmax"]
 
     def contains(self, value: Any) -> bool:
-        """Whether ``value`` may occur: exact for ±inf, NaN and an integer dtype's extremes (a
-        semiring's zero), conservative (True) for a value inside the array's range."""
-        v = self._values()
+        """Whether ``value`` may occur: exact for ±inf and an integer dtype's extremes (a semiring's
+        zero), conservative (True) for a value inside the array's range."""
+        v = self._group("nan")
+        if not v["size"]:
+            return False
         if self.dtype.kind == "f":
             x = float(value)
             if x == _INF:
                 return v["posinf"]
             if x == -_INF:
                 return v["neginf"]
-            return v["size"] > 0
-        if self.dtype.kind not in "iu" or v["min"] is None:
-            return v["size"] > 0
+            return True
+        if v["min"] is None:
+            return True
         value = int(value)
         if value in (v["min"], v["max"]):
             return True
-        info = np.iinfo(self.dtype)
-        if value in (info.min, info.max):
-            return False  # an extreme occurs exactly when it is the min or the max
+        if self.dtype.kind in "iu":
+            info = np.iinfo(self.dtype)
+            if value in (info.min, info.max):
+                return False  # an extreme occurs exactly when it is the min or the max
         return v["min"] <= value <= v["max"]
 
 
-def _compute(x: Any, xp: Any) -> dict:
-    dt = np.dtype(x.dtype)
-    out = {"size": int(x.size), "nan": False, "posinf": False, "neginf": False, "subnormal": 0,
-           "min_abs": _INF, "absmax": 0, "min": None, "max": None}
+def _host(stats: Any) -> np.ndarray:
+    """A small stats vector on the host (one read-back for a device array)."""
+    return stats if isinstance(stats, np.ndarray) else stats.get()
+
+
+def _range(x: Any, xp: Any, dt: np.dtype) -> dict:
+    out = {"nan": False, "posinf": False, "neginf": False, "absmax": 0, "min": None, "max": None}
+    if dt.kind != "f":
+        out.update(min_abs=_INF, subnormal=0)  # no small end to learn: not a float
     if not x.size or dt.kind not in "fiu":
         return out
     if dt.kind == "f":
-        mag = xp.abs(x)
-        nan = xp.isnan(x)
-        finite_or_inf = xp.where(nan, 0, mag)
-        tiny = np.finfo(dt).tiny
-        stats = xp.stack([
-            nan.any().astype(np.float64), (x == _INF).any().astype(np.float64),
-            (x == -_INF).any().astype(np.float64),
-            ((mag > 0) & (mag < tiny)).sum().astype(np.float64),
-            xp.where((mag == 0) | nan, _INF, mag).min().astype(np.float64),
-            finite_or_inf.max().astype(np.float64)])
-        s = stats.get() if hasattr(stats, "get") and not isinstance(stats, np.ndarray) else stats
-        out.update(nan=bool(s[0]), posinf=bool(s[1]), neginf=bool(s[2]), subnormal=int(s[3]),
-                   min_abs=float(s[4]), absmax=float(s[5]))
-        return out
-    lo_hi = xp.stack([x.min(), x.max()])
-    lo_hi = lo_hi.get() if not isinstance(lo_hi, np.ndarray) else lo_hi
-    lo, hi = int(lo_hi[0]), int(lo_hi[1])
-    out.update(min=lo, max=hi, absmax=max(abs(lo), abs(hi)))
-    return out
+        lo, hi = (float(t) for t in _host(xp.stack([x.min(), x.max()]).astype(np.float64)))
+        if lo != lo or hi != hi:  # min and max propagate NaN: the rest is unknown, and moot
+            return dict(out, nan=True, posinf=True, neginf=True, absmax=_INF)
+        return dict(out, posinf=hi == _INF, neginf=lo == -_INF, absmax=max(abs(lo), abs(hi)))
+    lo, hi = (int(t) for t in _host(xp.stack([x.min(), x.max()])))
+    return dict(out, min=lo, max=hi, absmax=max(abs(lo), abs(hi)))
+
+
+def _small(x: Any, xp: Any, dt: np.dtype) -> dict:
+    if not x.size or dt.kind != "f":
+        return {"min_abs": _INF, "subnormal": 0}
+    mag = xp.abs(x)
+    smallest = float(_host(xp.where(mag == 0, _INF, mag).min().astype(np.float64)[None])[0])
+    tiny = float(np.finfo(dt).tiny)
+    sub = 0
+    if smallest < tiny:  # only then count (rare): one more pass
+        sub = int(_host(((mag > 0) & (mag < tiny)).sum()[None])[0])
+    return {"min_abs": smallest, "subnormal": sub}
 
 
 def of(x: Any, xp: Any = None) -> Facts:
