@@ -21,7 +21,7 @@ import numpy as np
 
 from .backends import get_backend
 from .ops._checks import bundle_operands, recheck_handle
-from .routing import Router, requested
+from .routing import DEFAULT_THRESHOLDS, OP_ALIASES, Router, requested
 from .semirings import Semiring
 from .types import PackedCols, PackedRows, SoftTernaryVec, TernaryVec
 
@@ -231,3 +231,6 @@ def _save_cache(gpu: str, thresholds: dict[str, int]) -> None:
         p.write_text(json.dumps(data, indent=1))
     except OSError as e:  # a read-only home must not break calibration
         log.warning("calibrate: cannot write %s (%s)", p, e)
+
+
+__all__ = ["DEFAULT_THRESHOLDS", "OP_ALIASES", "HybridContext", "default_context", "module_backend"]

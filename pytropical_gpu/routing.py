@@ -49,13 +49,21 @@ def requested(backend: str | None) -> str | None:
 
 def hardware_gpu() -> str | None:
     """The GPU "auto" uses: cuda when CuPy sees a device, else a hardware wgpu adapter, else None."""
+    gpus = usable_backends()[1:]
+    return gpus[0] if gpus else None
+
+
+def usable_backends(include_software: bool = False) -> list[str]:
+    """cpu, cuda when CuPy sees a device, wgpu on a hardware adapter (a software adapter only with
+    ``include_software``): what "auto" may route to, so what calibrate() measures by default."""
+    names = ["cpu"]
     if probe("cuda")[0]:
-        return "cuda"
-    try:
-        from .backends.wgpu import hardware_available
-    except ImportError:  # pragma: no cover
-        return None
-    return "wgpu" if hardware_available()[0] else None
+        names.append("cuda")
+    from .backends.wgpu import hardware_available
+
+    if hardware_available()[0] or (include_software and probe("wgpu")[0]):
+        names.append("wgpu")
+    return names
 
 
 def for_chunk(backend: str | None, chunk: Any) -> str:
@@ -120,17 +128,20 @@ class Router:
         if backend is not None:
             return get_backend(backend)
         size, arrays = _measure(op, operands)
-        lives = _lives(arrays) if self.backend == "auto" else None
-        if lives == "cuda" and probe("cuda")[0]:
-            be = get_backend("cuda")  # data already on the device: no host round trip
-        elif lives == "wgpu":
-            be = get_backend("wgpu")  # resident wgpu operands: run where they live
-        else:
-            be = get_backend(self.route(op, size))
+        be = self._pick(OP_ALIASES.get(op, op), size, *arrays)
         if op == "matmul" and self.backend == "auto":
             a, b, c = (tuple(operands) + (None,))[:3]
             be = self._exact(be, semiring, {"a": a, "b": b, "c": c})
         return be
+
+    def _pick(self, op: str, size: int, *arrays: Any) -> Backend:
+        """By residency ("auto": run where cupy / wgpu operands live), else by :meth:`route`."""
+        lives = _lives(arrays) if self.backend == "auto" else None
+        if lives == "cuda" and probe("cuda")[0]:
+            return get_backend("cuda")  # data already on the device: no host round trip
+        if lives == "wgpu":
+            return get_backend("wgpu")  # resident wgpu operands: run where they live
+        return get_backend(self.route(op, size))
 
     @staticmethod
     def _exact(be: Backend, semiring: Any, operands: dict[str, Any]) -> Backend:
@@ -189,4 +200,4 @@ def _shape2(x: Any) -> tuple[int, int]:
 
 
 __all__ = ["DEFAULT_THRESHOLDS", "ENV", "OP_ALIASES", "Router", "check_name", "for_chunk",
-           "hardware_gpu", "requested"]
+           "hardware_gpu", "requested", "usable_backends"]
