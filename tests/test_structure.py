@@ -18,15 +18,12 @@ from pytropical_gpu.backends import get_backend
 PKG = Path(tg.__file__).parent
 #: what a type module may import from the package (besides other type modules)
 TYPE_DEPS = {"pytropical_gpu._arrays", "pytropical_gpu._checks", "pytropical_gpu.errors"}
-_W = "pytropical_gpu.backends.wgpu."
-#: import edges still closing a cycle, left out of the graph until their owner removes them:
-#: array -> engine (WgpuArray.from_numpy opens the engine; engine imports array): the edge branch
-#: (issue 12, item 6) removes it; engine -> selfcheck (the known-answer check the engine runs when
-#: it opens, whose GEMM needs engine's WG / pack_params, which that branch moves with the shared
-#: uniform packing): to be re-checked when it merges.
-KNOWN_EDGES = {(_W + "array", _W + "engine"), (_W + "engine", _W + "selfcheck")}
-#: modules over the cap that the edge branch splits (issue 12, items 5-6)
-PENDING_SPLITS = {"pytropical_gpu/cli.py", "pytropical_gpu/backends/wgpu/runtime_dawn.py"}
+#: import edges still closing a cycle, left out of the graph until their owner removes them (none
+#: now: the wgpu engine/array and engine/selfcheck edges went with the edge branch)
+KNOWN_EDGES: set[tuple[str, str]] = set()
+#: modules allowed over the cap while a split is pending (none now: cli.py and runtime_dawn.py were
+#: split by the edge branch)
+PENDING_SPLITS: set[str] = set()
 MAX_LINES = 300
 
 
