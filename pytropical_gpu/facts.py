@@ -88,7 +88,8 @@ class Facts:
 
     @property
     def nan(self) -> bool:
-        return self["nan"]
+        v = self._v
+        return v["nan"] if "nan" in v else self._group("nan")["nan"]
 
     @property
     def inf(self) -> bool:
@@ -146,11 +147,11 @@ def _range(x: Any, xp: Any, dt: np.dtype) -> dict:
     if not x.size or dt.kind not in "fiu":
         return out
     if dt.kind == "f":
-        lo, hi = (float(t) for t in _host(xp.stack([x.min(), x.max()]).astype(np.float64)))
+        lo, hi = _host(xp.stack([x.min(), x.max()]).astype(np.float64)).tolist()
         if lo != lo or hi != hi:  # min and max propagate NaN: the rest is unknown, and moot
             return dict(out, nan=True, posinf=True, neginf=True, absmax=_INF)
         return dict(out, posinf=hi == _INF, neginf=lo == -_INF, absmax=max(abs(lo), abs(hi)))
-    lo, hi = (int(t) for t in _host(xp.stack([x.min(), x.max()])))
+    lo, hi = _host(xp.stack([x.min(), x.max()])).tolist()  # Python ints
     return dict(out, min=lo, max=hi, absmax=max(abs(lo), abs(hi)))
 
 
