@@ -43,9 +43,11 @@ def _operands(rng, dt, m, k, n):
 
 
 def bench_runtime(name: str, size: int, progress) -> dict:
+    from pytropical_gpu import facts
     from pytropical_gpu.backends.wgpu import gemm
     from pytropical_gpu.backends.wgpu.engine import Engine
     from pytropical_gpu.backends.wgpu.runtime import create_runtime, probe_runtime
+    from pytropical_gpu.facts import guard_needed
     from pytropical_gpu.semirings import get_semiring
 
     ok, reason = probe_runtime(name)
@@ -69,7 +71,7 @@ def bench_runtime(name: str, size: int, progress) -> dict:
         a, b = _operands(rng, dt, m, k, n)
         A, B = eng.upload(a), eng.upload(b)
         D = eng.alloc(m * n * dt.itemsize)
-        code = gemm.semiring_code(sr, dt, gemm.needs_guard(sr, a, b))
+        code = gemm.semiring_code(sr, dt, guard_needed(sr, dt, facts.of(a), facts.of(b)))
         kname, kp = gemm.choose_kernel(m, n, k, False)
         tc = time.perf_counter()
         pipe = eng.pipeline(kname, **code.params(), **kp, HAS_C=False)

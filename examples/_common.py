@@ -4,11 +4,11 @@ progress lines and the optional matplotlib import. Nothing here is needed to use
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 
 import pytropical_gpu as tg
+from pytropical_gpu.routing import requested
 
 
 def make_parser(description: str, *, plot: bool = False) -> argparse.ArgumentParser:
@@ -24,13 +24,9 @@ def make_parser(description: str, *, plot: bool = False) -> argparse.ArgumentPar
 
 
 def ran_on(backend: str | None, op: str, size: int) -> str:
-    """The backend that ``op`` on ``size`` work items runs on, as the module functions decide."""
-    if backend is not None:
-        return backend
-    forced = os.environ.get("PYTROPICAL_BACKEND")
-    if forced:
-        return forced
-    return tg.default_context().route(op, size)
+    """The backend that ``op`` on ``size`` work items runs on, as the module functions decide
+    (:mod:`pytropical_gpu.routing`: ``backend=``, then ``PYTROPICAL_BACKEND``, then by size)."""
+    return requested(backend) or tg.default_context().route(op, size)
 
 
 def check_backend(backend: str | None) -> str | None:

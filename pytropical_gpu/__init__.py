@@ -9,18 +9,20 @@ from .api import andor_matmul, default_context, matmul, pack_cols, pack_rows
 from .backends import available_backends, get_backend
 from .errors import BackendUnavailableError, SubnormalFlushError
 from .hybrid import HybridContext
-from .packed import PackedCols, PackedRows
 from .semirings import Semiring, get_semiring, semiring_names
 from .similarity import cosine, cosine_similarity, dot, dot_similarity, search
-from .vsa import SoftTernaryVec, TernaryVec
-from .vsa_api import bind, bundle, multiset, permute, unbind
+from .types import PackedCols, PackedRows, SoftTernaryVec, TernaryVec, soft
+from .vsa import accumulate, bind, bundle, harden, multiset, permute, unbind
+
+# soft.accumulate / soft.harden delegate to the verbs (the types never import upward)
+soft.VERBS.update(accumulate=accumulate, harden=harden)
 
 __version__ = "0.1.0"  # the one version source: pyproject.toml reads it (hatch dynamic version)
 
 __all__ = [
     "BackendUnavailableError", "HybridContext", "PackedCols", "PackedRows", "Semiring",
-    "SoftTernaryVec", "SubnormalFlushError", "TernaryVec", "andor_matmul", "available_backends",
-    "bind", "bundle", "cosine", "cosine_similarity", "default_context", "dot", "dot_similarity",
-    "get_backend", "get_semiring", "matmul", "multiset", "pack_cols", "pack_rows", "permute",
-    "search", "semiring_names", "unbind",
+    "SoftTernaryVec", "SubnormalFlushError", "TernaryVec", "accumulate", "andor_matmul",
+    "available_backends", "bind", "bundle", "cosine", "cosine_similarity", "default_context", "dot",
+    "dot_similarity", "get_backend", "get_semiring", "harden", "matmul", "multiset", "pack_cols",
+    "pack_rows", "permute", "search", "semiring_names", "unbind",
 ]

@@ -1,60 +1,19 @@
-"""Module-level verbs for semiring GEMM and packed boolean products: thin functions that pick a
-backend (``backend=``, ``PYTROPICAL_BACKEND`` or the default HybridContext) and call its method of
-the same name and signature. The VSA verbs are in :mod:`pytropical_gpu.vsa_api` and
-:mod:`pytropical_gpu.similarity`."""
+"""Module-level verbs for semiring GEMM and packed boolean products: each asks
+:mod:`pytropical_gpu.routing` where to run (``backend=``, ``PYTROPICAL_BACKEND`` or the default
+HybridContext) and runs the operation of :mod:`pytropical_gpu.ops` there. The VSA verbs are in
+:mod:`pytropical_gpu.vsa`, the similarity verbs in :mod:`pytropical_gpu.similarity`."""
 
 from __future__ import annotations
 
-import os
 from typing import Any, Literal
 
 from numpy.typing import ArrayLike
 
-from .backends import Backend, get_backend
-from .hybrid import HybridContext
-from .packed import PackedCols, PackedRows
+from .hybrid import default_context, module_backend
 from .semirings import Semiring, SemiringName
+from .types import PackedCols, PackedRows
 
 BackendArg = Literal["cpu", "wgpu", "cuda"] | None
-_default: HybridContext | None = None
-
-
-def default_context() -> HybridContext:
-    """The process-wide HybridContext the module functions use.
-
-    Created on first use with ``backend="auto"``; module functions given ``backend=`` (or run
-    with ``PYTROPICAL_BACKEND`` set) still go through it, pinned to that backend.
-
-    Returns
-    -------
-    HybridContext
-        The same object on every call.
-
-    Shapes:
-        not applicable (returns a context object).
-
-    Examples
-    --------
-    >>> default_context() is default_context()
-    True
-    """
-    global _default
-    if _default is None:
-        _default = HybridContext()
-    return _default
-
-
-def _pick(backend: str | None, op: str, size: int, *arrays: Any) -> Backend:
-    if backend is not None:
-        return get_backend(backend)
-    forced = os.environ.get("PYTROPICAL_BACKEND")
-    if forced:
-        return get_backend(forced)
-    return default_context()._pick(op, size, *arrays)
-
-
-def _ctx_backend(backend: str | None) -> str | None:
-    return backend if backend is not None else (os.environ.get("PYTROPICAL_BACKEND") or None)
 
 
 def matmul(a: ArrayLike, b: ArrayLike, semiring: SemiringName | Semiring = "max_plus", *,
@@ -110,8 +69,8 @@ def matmul(a: ArrayLike, b: ArrayLike, semiring: SemiringName | Semiring = "max_
     >>> matmul(np.array([0, 1]), np.array([[2, 5], [0, 0]]), "max_plus", backend="cpu")
     array([2, 5])
     """
-    return default_context().matmul(a, b, semiring, c=c, out=out, return_argmax=return_argmax,
-                                    backend=_ctx_backend(backend))
+    be = module_backend("matmul", a, b, c, backend=backend, semiring=semiring)
+    return be.matmul(a, b, semiring, c=c, out=out, return_argmax=return_argmax)
 
 
 def pack_rows(a: ArrayLike, *, backend: BackendArg = None) -> PackedRows:
@@ -147,7 +106,7 @@ def pack_rows(a: ArrayLike, *, backend: BackendArg = None) -> PackedRows:
     >>> pack_rows(np.array([[True, False, True]]), backend="cpu").words
     array([[5]], dtype=uint32)
     """
-    return default_context().pack_rows(a, backend=_ctx_backend(backend))
+    return module_backend("pack_rows", a, backend=backend).pack_rows(a)
 
 
 def pack_cols(b: ArrayLike, *, backend: BackendArg = None) -> PackedCols:
@@ -181,7 +140,7 @@ def pack_cols(b: ArrayLike, *, backend: BackendArg = None) -> PackedCols:
     >>> pack_cols(np.array([[True], [True]]), backend="cpu").words
     array([[3]], dtype=uint32)
     """
-    return default_context().pack_cols(b, backend=_ctx_backend(backend))
+    return module_backend("pack_cols", b, backend=backend).pack_cols(b)
 
 
 def andor_matmul(a: ArrayLike | PackedRows, b: ArrayLike | PackedCols, *,
@@ -219,4 +178,7 @@ def andor_matmul(a: ArrayLike | PackedRows, b: ArrayLike | PackedCols, *,
     array([[False,  True],
            [False, False]])
     """
-    return default_context().andor_matmul(a, b, backend=_ctx_backend(backend))
+    return module_backend("andor_matmul", a, b, backend=backend).andor_matmul(a, b)
+
+
+__all__ = ["BackendArg", "andor_matmul", "default_context", "matmul", "pack_cols", "pack_rows"]

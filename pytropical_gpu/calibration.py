@@ -26,6 +26,7 @@ import numpy as np
 
 from . import calibration_cases as cases
 from ._checks import int_arg
+from .routing import usable_backends
 from .thresholds import (
     DEFAULTS,
     NEVER,
@@ -42,21 +43,6 @@ log = logging.getLogger("pytropical_gpu")
 OPS: tuple[str, ...] = tuple(DEFAULTS)
 #: "clearly wins": the best GPU at most this fraction of cpu's time, at two sizes in a row
 CLEAR_WIN = 0.5
-def usable_backends(include_software: bool = False) -> list[str]:
-    """cpu, cuda when CuPy sees a device, wgpu on a hardware adapter (a software adapter only with
-    ``include_software``): what "auto" may route to, so what calibrate() measures by default."""
-    from .backends import probe
-
-    names = ["cpu"]
-    if probe("cuda")[0]:
-        names.append("cuda")
-    from .backends.wgpu import hardware_available
-
-    if hardware_available()[0] or (include_software and probe("wgpu")[0]):
-        names.append("wgpu")
-    return names
-
-
 def _time(call: Callable[[], Any], repeats: int, budget_s: float) -> float:
     """Best of ``repeats`` wall-clock calls after one warm-up; stops early past ``budget_s``."""
     call()

@@ -1,13 +1,15 @@
 """Similarity verbs (torchhd's ``dot_similarity`` / ``cosine_similarity`` are aliases) and item-
-memory search: thin functions over the backend methods of the same name and signature. Every verb
-raises TypeError for an operand that is not a TernaryVec."""
+memory search: each asks :mod:`pytropical_gpu.routing` where to run and runs the operation of
+:mod:`pytropical_gpu.ops.similarity` there. Every verb raises TypeError for an operand that is not
+a TernaryVec."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from .api import BackendArg, _ctx_backend, default_context
-from .vsa import TernaryVec
+from .api import BackendArg
+from .hybrid import module_backend
+from .types import TernaryVec
 
 
 def dot(a: TernaryVec, b: TernaryVec, *, backend: BackendArg = None) -> Any:
@@ -42,7 +44,7 @@ def dot(a: TernaryVec, b: TernaryVec, *, backend: BackendArg = None) -> Any:
     >>> dot_similarity(v, v, backend="cpu")
     2
     """
-    return default_context().dot(a, b, backend=_ctx_backend(backend))
+    return module_backend("dot", a, b, backend=backend).dot(a, b)
 
 
 def cosine(a: TernaryVec, b: TernaryVec, *, backend: BackendArg = None) -> Any:
@@ -78,7 +80,7 @@ def cosine(a: TernaryVec, b: TernaryVec, *, backend: BackendArg = None) -> Any:
     >>> cosine_similarity(a, b, backend="cpu")
     0.5
     """
-    return default_context().cosine(a, b, backend=_ctx_backend(backend))
+    return module_backend("dot", a, b, backend=backend).cosine(a, b)
 
 
 def search(query: TernaryVec, memory: TernaryVec, k: int = 1, *,
@@ -118,7 +120,8 @@ def search(query: TernaryVec, memory: TernaryVec, k: int = 1, *,
     >>> idx.tolist(), score.tolist()
     ([2, 0], [3, 2])
     """
-    return default_context().search(query, memory, k, backend=_ctx_backend(backend))
+    return module_backend("search", query, memory, backend=backend).search(query,
+                                 memory, k)
 
 
 #: torchhd's names.

@@ -248,7 +248,7 @@ def load_thresholds(backends: Any = None) -> Thresholds | None:
     >>> load_thresholds() is None or isinstance(load_thresholds(), Thresholds)
     True
     """
-    from .calibration import usable_backends
+    from .routing import usable_backends
 
     names = usable_backends() if backends is None else list(backends)
     try:

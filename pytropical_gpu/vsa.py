@@ -1,300 +1,286 @@
-"""Bitsliced ternary hypervectors: two bit planes per vector, 32 trits per uint32 word.
-
-A trit t ∈ {−1, 0, +1} is stored as bit ``pos`` (t = +1) and bit ``neg`` (t = −1), LSB first; tail
-bits past ``dim`` are zero and a bit set in both planes is invalid. Leading batch dimensions are
-allowed: ``pos.shape == (..., words)``. The operations live in the backends (verbs: vsa_api.py).
-"""
+"""Module-level VSA verbs (torchhd's names) and the soft counters' verbs: each asks
+:mod:`pytropical_gpu.routing` where to run (``backend=``, ``PYTROPICAL_BACKEND`` or the default
+HybridContext) and runs the operation of :mod:`pytropical_gpu.ops.vsa` there. Every verb raises
+TypeError for an operand that is not a TernaryVec. The types themselves live in
+:mod:`pytropical_gpu.types` (also importable from here)."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
-import numpy as np
-
-from . import _arrays
-from ._checks import batch_arg, int_arg, uint32_array
-
-
-def words_for(dim: int) -> int:
-    return (dim + 31) // 32
+from .api import BackendArg
+from .hybrid import module_backend
+from .ops._checks import bundle_operands
+from .types import SoftTernaryVec, TernaryVec
 
 
-def _tail_mask(dim: int) -> np.uint32:
-    r = dim % 32
-    return np.uint32(0xFFFFFFFF if r == 0 else (1 << r) - 1)
-
-
-def _check_bits(pos: Any, neg: Any, dim: int) -> None:
-    """No bit in both planes, no bit past ``dim`` (numpy or cupy planes)."""
-    if pos.size and bool((pos & neg).any()):
-        raise ValueError("TernaryVec: invalid trit: a bit is set in both pos and neg")
-    if pos.size and dim % 32:
-        m = ~_tail_mask(dim)
-        if bool(((pos[..., -1] | neg[..., -1]) & m).any()):
-            raise ValueError(f"TernaryVec: tail bits past dim {dim} must be zero")
-
-
-class TernaryVec:
-    """A (batch of) ternary hypervector(s) stored as ``pos``/``neg`` uint32 bit planes.
-
-    Made by :meth:`from_array`/:meth:`random`; :meth:`to_array` gives trits (np.asarray raises).
-    Planes are validated here and by ``to_device``, then trusted (re-validate after in-place edits).
+def bind(a: TernaryVec, b: TernaryVec, *, backend: BackendArg = None) -> TernaryVec:
+    """Elementwise product of trits (torchhd ``bind``); batch dimensions broadcast.
 
     Parameters
     ----------
-    pos, neg : array
-        uint32 planes (numpy or cupy): bit i of word w is trit 32 w + i; tail bits zero.
-    dim : int
-        Trits per vector.
+    a, b : TernaryVec
+        Same ``dim``; batch shapes that broadcast.
+    backend : "cpu" | "wgpu" | "cuda" | None
+        None: by size.
+
+    Returns
+    -------
+    TernaryVec
+        Planes of the inputs' array kind.
 
     Raises
     ------
     ValueError
-        A bit in both planes, non-zero tail bits, a word count that does not match ``dim``.
+        Dimension mismatch, batch shapes that do not broadcast.
 
     Shapes:
-        pos, neg: (*batch, ceil(dim/32)) uint32; ``.shape`` is (*batch, dim).
+        a: (*A, dim), b: (*B, dim) -> (*broadcast(A, B), dim).
 
     Examples
     --------
-    >>> v = TernaryVec.from_array(np.array([1, 0, -1, 1], dtype=np.int8))
-    >>> v.to_array().tolist(), v.dim
-    ([1, 0, -1, 1], 4)
+    >>> import numpy as np
+    >>> a = TernaryVec.from_array(np.array([1, -1, 0, 1], np.int8))
+    >>> b = TernaryVec.from_array(np.array([-1, -1, 1, 1], np.int8))
+    >>> bind(a, b, backend="cpu").to_array().tolist()
+    [-1, 1, 0, 1]
     """
-
-    __slots__ = ("pos", "neg", "dim")
-
-    def __init__(self, pos: Any, neg: Any, dim: int):
-        dim = int_arg(dim, "TernaryVec", "dim", lo=0)
-        for plane, name in ((pos, "pos"), (neg, "neg")):
-            uint32_array(plane, "TernaryVec", name, "a bit plane; build vectors from trits with "
-                         "TernaryVec.from_array")
-        if _arrays.xp_of(neg) is not _arrays.xp_of(pos) or _arrays.is_wgpu(pos) != _arrays.is_wgpu(neg):
-            raise TypeError(f"TernaryVec: pos and neg must be the same array kind, got "
-                            f"{type(pos).__name__} and {type(neg).__name__}")
-        if pos.shape != neg.shape or pos.ndim < 1:
-            raise ValueError(f"TernaryVec: plane shapes differ or are 0-d: {pos.shape} vs {neg.shape}")
-        if pos.shape[-1] != words_for(dim):
-            raise ValueError(f"TernaryVec: dim {dim} needs {words_for(dim)} words, planes have "
-                             f"{pos.shape[-1]}")
-        if _arrays.is_wgpu(pos):  # resident planes: checked on a host copy
-            _check_bits(_arrays.to_numpy(pos), _arrays.to_numpy(neg), dim)
-        else:
-            _check_bits(pos, neg, dim)
-        self.pos, self.neg, self.dim = pos, neg, dim
-
-    @classmethod
-    def _trusted(cls, pos: Any, neg: Any, dim: int) -> TernaryVec:
-        """Wrap planes a backend produced (already valid) without re-checking."""
-        v = object.__new__(cls)
-        v.pos, v.neg, v.dim = pos, neg, int(dim)
-        return v
-
-    @property
-    def words(self) -> int:
-        return int(self.pos.shape[-1])
-
-    @property
-    def batch_shape(self) -> tuple[int, ...]:
-        return tuple(self.pos.shape[:-1])
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        """Trit-array shape: ``batch_shape + (dim,)``."""
-        return self.batch_shape + (self.dim,)
-
-    def __len__(self) -> int:
-        if not self.batch_shape:
-            raise TypeError("len() of an unbatched TernaryVec")
-        return self.batch_shape[0]
-
-    def __getitem__(self, i: Any) -> TernaryVec:
-        if not self.batch_shape:
-            raise IndexError("indexing an unbatched TernaryVec")
-        if isinstance(i, tuple) and len(i) > len(self.batch_shape):
-            raise IndexError("too many indices for the batch dimensions")
-        p, n = self.pos[i], self.neg[i]
-        if p.ndim == 0 or p.shape[-1] != self.words:
-            raise IndexError("indices may only select batch entries, not words")
-        return TernaryVec._trusted(p, n, self.dim)
-
-    def __repr__(self) -> str:
-        return f"TernaryVec(dim={self.dim}, batch={self.batch_shape})"
-
-    @classmethod
-    def from_array(cls, trits: Any) -> TernaryVec:
-        """Pack integer trits in {-1, 0, +1} (last axis = dim): numpy, cupy, torch (CPU/CUDA) or
-        ``__dlpack__`` input; device input gives cupy planes.
-
-        >>> TernaryVec.from_array(np.array([[1, 0], [0, -1]], np.int8)).shape
-        (2, 2)
-        """
-        if _arrays.is_device(trits):
-            trits = _arrays.to_cupy(trits, "TernaryVec.from_array")
-        xp = _arrays.xp_of(trits)
-        t = trits if xp is not np else _arrays.to_numpy(trits, "TernaryVec.from_array")
-        if t.ndim < 1:
-            raise ValueError("TernaryVec.from_array: expected at least 1-D, got a scalar")
-        if t.dtype.kind not in "iub":
-            raise TypeError(f"TernaryVec.from_array: expected integer trits, got dtype {t.dtype}")
-        if t.size and bool(((t < -1) | (t > 1)).any()):
-            bad = t[(t < -1) | (t > 1)].ravel()[:5]
-            raise ValueError(f"TernaryVec.from_array: invalid trit values {bad.tolist()} "
-                             "(expected -1, 0 or +1)")
-        return cls._trusted(_pack_bits(t > 0, xp), _pack_bits(t < 0, xp), t.shape[-1])
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:  # no object arrays
-        raise TypeError("TernaryVec is bit-packed, not an array: call .to_array() for the int8 trits "
-                        "(or use .pos / .neg for the uint32 bit planes)")
-
-    def to_array(self) -> Any:
-        """The trits as an int8 array of shape ``batch_shape + (dim,)`` (cupy for cupy planes)."""
-        xp = _arrays.xp_of(self.pos)
-        pos, neg = self.pos, self.neg
-        if _arrays.is_wgpu(pos):
-            pos, neg = pos.get(), _arrays.to_numpy(neg)
-        p = _unpack_bits(pos, self.dim, xp)
-        n = _unpack_bits(neg, self.dim, xp)
-        return p.astype(np.int8) - n.astype(np.int8)
-
-    @classmethod
-    def random(cls, dim: int, density: float = 1.0, seed: Any = None,
-               batch: tuple[int, ...] | int = ()) -> TernaryVec:
-        """Random trits: non-zero with probability ``density``, then ±1 with equal odds.
-
-        torchhd's ``random(num_vectors, dimensions)`` is ``random(dimensions, batch=num_vectors)``
-        here (``batch`` also takes a tuple); ``seed`` goes to numpy's ``default_rng``.
-
-        >>> TernaryVec.random(10000, batch=3, seed=0).shape
-        (3, 10000)
-        """
-        if isinstance(density, (bool, np.bool_)) or not isinstance(density, (int, float, np.number)):
-            raise TypeError(f"TernaryVec.random: density must be a number in [0, 1], got {density!r}")
-        if not 0.0 <= float(density) <= 1.0:
-            raise ValueError(f"TernaryVec.random: density must be in [0, 1], got {density}")
-        dim = int_arg(dim, "TernaryVec.random", "dim", lo=0)
-        batch = (batch,) if isinstance(batch, int) else tuple(batch)
-        rng = np.random.default_rng(seed)
-        shape = batch + (int(dim),)
-        nz = rng.random(shape) < density
-        sign = rng.random(shape) < 0.5
-        return cls._trusted(_pack_bits(nz & sign, np), _pack_bits(nz & ~sign, np), int(dim))
-
-    def copy(self) -> TernaryVec:
-        return TernaryVec._trusted(self.pos.copy(), self.neg.copy(), self.dim)
+    return module_backend("bind", a, b, backend=backend).bind(a, b)
 
 
-def _pack_bits(bits: Any, xp: Any) -> Any:
-    """bool (..., dim) -> uint32 (..., ceil(dim/32)), LSB first.
-
-    Packs the flattened array (CuPy's packbits has no ``axis``): rows are padded to whole words,
-    so a flat pack never mixes two rows in one byte."""
-    dim = bits.shape[-1]
-    w = words_for(dim)
-    lead = bits.shape[:-1]
-    if w == 0:
-        return xp.zeros(lead + (0,), np.uint32)
-    pad = w * 32 - dim
-    if pad:
-        bits = xp.concatenate([bits, xp.zeros(lead + (pad,), bool)], axis=-1)
-    by = xp.packbits(xp.ascontiguousarray(bits).reshape(-1), bitorder="little")
-    return by.view(np.uint32).reshape(lead + (w,))
-
-
-def _unpack_bits(words: Any, dim: int, xp: Any) -> Any:
-    """uint32 (..., W) -> bool (..., dim); flat unpack for the same reason as :func:`_pack_bits`."""
-    lead, w = words.shape[:-1], words.shape[-1]
-    if w == 0:
-        return xp.zeros(lead + (dim,), bool)
-    by = xp.ascontiguousarray(words).view(np.uint8).reshape(-1)
-    bits = xp.unpackbits(by, bitorder="little").reshape(lead + (w * 32,))
-    return bits[..., :dim].astype(bool)
-
-
-class SoftTernaryVec:
-    """Saturating signed counters s ∈ [−(2^bits−1), 2^bits−1], stored bit-sliced (bits 1 to 31).
+def unbind(a: TernaryVec, b: TernaryVec, *, backend: BackendArg = None) -> TernaryVec:
+    """Inverse of :func:`bind`, which for trits is bind itself (exact on the support of ``b``).
 
     Parameters
     ----------
-    dim : int
-        Counters per vector.
-    bits : int
-        Magnitude bits: counters saturate at ±(2^bits − 1).
-    batch : int or tuple of int, keyword-only
-        Leading batch shape.
+    a, b : TernaryVec
+        Same ``dim``; batch shapes that broadcast.
+    backend : "cpu" | "wgpu" | "cuda" | None
+        None: by size.
+
+    Returns
+    -------
+    TernaryVec
+
+    Raises
+    ------
+    ValueError
+        Dimension mismatch.
 
     Shapes:
-        sign (*batch, W) marks negative counters (zero has sign 0); mag (bits, *batch, W) holds the
-        magnitude, plane j = bit j; W = ceil(dim/32); ``to_array()``: (*batch, dim).
+        a: (*A, dim), b: (*B, dim) -> (*broadcast(A, B), dim).
 
     Examples
     --------
-    >>> s = SoftTernaryVec(5, bits=2)
-    >>> h = TernaryVec.from_array(np.array([1, -1, 0, 1, 1], dtype=np.int8))
-    >>> _ = s.accumulate(h, backend="cpu"); _ = s.accumulate(h, backend="cpu")
-    >>> s.to_array().tolist()
-    [2, -2, 0, 2, 2]
-    >>> s.harden(2, backend="cpu").to_array().tolist()
-    [1, -1, 0, 1, 1]
+    >>> import numpy as np
+    >>> a = TernaryVec.from_array(np.array([1, -1, 1], np.int8))
+    >>> k = TernaryVec.from_array(np.array([-1, 1, 1], np.int8))
+    >>> unbind(bind(a, k, backend="cpu"), k, backend="cpu").to_array().tolist()
+    [1, -1, 1]
     """
+    return module_backend("bind", a, b, backend=backend).unbind(a, b)
 
-    __slots__ = ("sign", "mag", "dim", "bits")
 
-    def __init__(self, dim: int, bits: int = 3, *, batch: tuple[int, ...] | int = ()):
-        # bits <= 31: the counters fit the int32 of to_array and the kernels' 32-bit arithmetic
-        self.bits = int_arg(bits, "SoftTernaryVec", "bits", lo=1, hi=31)
-        self.dim = int_arg(dim, "SoftTernaryVec", "dim", lo=0)
-        batch = batch_arg(batch, "SoftTernaryVec")
-        w = words_for(self.dim)
-        self.sign = np.zeros(batch + (w,), np.uint32)
-        self.mag = np.zeros((self.bits,) + batch + (w,), np.uint32)
+def bundle(*vectors: TernaryVec | Sequence[TernaryVec], threshold: int = 1,
+           backend: BackendArg = None) -> TernaryVec:
+    """Exact per-element majority: ``sign(Σ v)`` where ``|Σ v| >= threshold``, else 0.
 
-    @property
-    def words(self) -> int:
-        return int(self.sign.shape[-1])
+    Three calling forms: several vectors ``bundle(a, b, c)`` (torchhd), one sequence
+    ``bundle([a, b, c])``, or one batched TernaryVec ``bundle(batched)`` whose leading dimension
+    holds the vectors (torchhd's ``multiset``). Counts are bit-sliced, exact for any number.
 
-    @property
-    def batch_shape(self) -> tuple[int, ...]:
-        return tuple(self.sign.shape[:-1])
+    Parameters
+    ----------
+    *vectors : TernaryVec or sequence of TernaryVec
+        The vectors to bundle (same ``dim``; batch shapes broadcast).
+    threshold : int, keyword-only
+        Minimum ``|Σ v|`` for a non-zero trit (0 behaves as 1).
+    backend : "cpu" | "wgpu" | "cuda" | None
+        None: by size.
 
-    @property
-    def limit(self) -> int:
-        """The saturation bound 2^bits − 1."""
-        return 2 ** self.bits - 1
+    Returns
+    -------
+    TernaryVec
 
-    def __repr__(self) -> str:
-        return f"SoftTernaryVec(dim={self.dim}, bits={self.bits}, batch={self.batch_shape})"
+    Raises
+    ------
+    ValueError
+        No vectors, dimension mismatch, a single unbatched vector, a negative threshold.
+    TypeError
+        An argument that is not a TernaryVec (a positional threshold says it is keyword-only).
 
-    def _store(self, sign: Any, mag: Any) -> None:
-        """Write new planes in place (keeps the caller's array kind)."""
-        self.sign[...] = _arrays.to_kind(sign, _arrays.kind_of(self.sign))
-        self.mag[...] = _arrays.to_kind(mag, _arrays.kind_of(self.mag))
+    Shapes:
+        n vectors (*B, dim) -> (*B, dim); one batched (n, *B, dim) -> (*B, dim).
 
-    def to_device(self) -> SoftTernaryVec:
-        """Move the planes to the GPU as cupy arrays (accumulate then stays on the device)."""
-        self.sign = _arrays.to_cupy(self.sign)
-        self.mag = _arrays.to_cupy(self.mag)
-        return self
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = TernaryVec.from_array(np.array([1, 1, -1, 0], np.int8))
+    >>> b = TernaryVec.from_array(np.array([1, -1, -1, 0], np.int8))
+    >>> c = TernaryVec.from_array(np.array([1, 1, 0, 1], np.int8))
+    >>> bundle(a, b, c, backend="cpu").to_array().tolist()
+    [1, 1, -1, 1]
+    >>> bundle([a, b, c], threshold=2, backend="cpu").to_array().tolist()
+    [1, 0, -1, 0]
+    """
+    vs = bundle_operands(vectors)
+    be = module_backend("bundle", *([vs] if isinstance(vs, TernaryVec) else vs), backend=backend)
+    return be.bundle(vs, threshold=threshold)
 
-    def to_array(self) -> Any:
-        """The counters as an int32 array of shape ``batch_shape + (dim,)``."""
-        xp = _arrays.xp_of(self.sign)
-        s = xp.zeros(self.batch_shape + (self.dim,), np.int32)
-        for j in range(self.bits):
-            s += _unpack_bits(self.mag[j], self.dim, xp).astype(np.int32) << j
-        neg = _unpack_bits(self.sign, self.dim, xp)
-        return xp.where(neg, -s, s)
 
-    def accumulate(self, hard: TernaryVec, *, backend: str | None = None) -> SoftTernaryVec:
-        """s ← clamp(s + hard), in place; returns self."""
-        from .api import _pick
+def multiset(batched: TernaryVec, *, threshold: int = 1, backend: BackendArg = None) -> TernaryVec:
+    """torchhd's ``multiset``: :func:`bundle` of one batched TernaryVec along its leading axis.
 
-        return _pick(backend, "accumulate", self.sign.size * self.bits, self.sign).soft_accumulate(
-            self, hard)
+    Unlike torchhd's (which returns the integer sums) the result is thresholded back to trits;
+    use :class:`SoftTernaryVec` to keep counts.
 
-    def harden(self, threshold: int = 1, *, backend: str | None = None) -> TernaryVec:
-        """sign(s) where |s| >= threshold else 0."""
-        from .api import _pick
+    Parameters
+    ----------
+    batched : TernaryVec
+        At least one batch dimension; the leading one holds the vectors.
+    threshold : int, keyword-only
+        Minimum ``|Σ v|`` for a non-zero trit.
+    backend : "cpu" | "wgpu" | "cuda" | None
+        None: by size.
 
-        return _pick(backend, "harden", self.sign.size * self.bits, self.sign).soft_harden(
-            self, threshold)
+    Returns
+    -------
+    TernaryVec
+
+    Raises
+    ------
+    ValueError
+        ``batched`` has no batch dimension.
+    TypeError
+        ``batched`` is not a TernaryVec.
+
+    Shapes:
+        (n, *B, dim) -> (*B, dim).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = TernaryVec.from_array(np.array([[1, -1, 0], [1, 1, 0], [-1, -1, 1]], np.int8))
+    >>> multiset(x, backend="cpu").to_array().tolist()
+    [1, -1, 1]
+    """
+    return module_backend("bundle", batched, backend=backend).multiset(batched,
+                            threshold=threshold)
+
+
+def permute(a: TernaryVec, shifts: int = 1, *, backend: BackendArg = None) -> TernaryVec:
+    """Cyclic shift: trit i moves to ``(i + shifts) mod dim`` (torchhd ``permute``, torch.roll).
+
+    Parameters
+    ----------
+    a : TernaryVec
+    shifts : int
+        Any integer; negative shifts go left.
+    backend : "cpu" | "wgpu" | "cuda" | None
+        None: by size.
+
+    Returns
+    -------
+    TernaryVec
+
+    Raises
+    ------
+    TypeError
+        ``a`` is not a TernaryVec or ``shifts`` not an integer.
+
+    Shapes:
+        (*B, dim) -> (*B, dim).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> v = TernaryVec.from_array(np.array([1, 0, -1, 0], np.int8))
+    >>> permute(v, 1, backend="cpu").to_array().tolist()
+    [0, 1, 0, -1]
+    """
+    return module_backend("permute", a, backend=backend).permute(a, shifts)
+
+
+def accumulate(soft: SoftTernaryVec, hard: TernaryVec, *,
+               backend: BackendArg = None) -> SoftTernaryVec:
+    """Add trits to saturating counters in place, ``s ← clamp(s + hard)``; returns ``soft``.
+
+    ``soft.accumulate(hard, backend=...)`` is the same call.
+
+    Parameters
+    ----------
+    soft : SoftTernaryVec
+        The counters, updated in place (they keep their array kind).
+    hard : TernaryVec
+        Same ``dim``; its batch shape broadcasts to the counters'.
+    backend : "cpu" | "wgpu" | "cuda" | None
+        None: by size.
+
+    Returns
+    -------
+    SoftTernaryVec
+        ``soft`` itself.
+
+    Raises
+    ------
+    ValueError
+        Dimension mismatch, a batch that does not broadcast to the counters'.
+    TypeError
+        ``soft`` is not a SoftTernaryVec or ``hard`` not a TernaryVec.
+
+    Shapes:
+        soft: (*B, dim), hard: broadcasts to (*B, dim).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s = SoftTernaryVec(3, bits=1)
+    >>> h = TernaryVec.from_array(np.array([1, -1, 0], np.int8))
+    >>> accumulate(accumulate(s, h, backend="cpu"), h, backend="cpu").to_array().tolist()
+    [1, -1, 0]
+    """
+    return module_backend("accumulate", soft, backend=backend).accumulate(soft, hard)
+
+
+def harden(soft: SoftTernaryVec, threshold: int = 1, *, backend: BackendArg = None) -> TernaryVec:
+    """Trits from counters: ``sign(s)`` where ``|s| >= threshold``, else 0.
+
+    ``soft.harden(threshold, backend=...)`` is the same call.
+
+    Parameters
+    ----------
+    soft : SoftTernaryVec
+        The counters.
+    threshold : int
+        Minimum ``|s|`` for a non-zero trit (0 behaves as 1).
+    backend : "cpu" | "wgpu" | "cuda" | None
+        None: by size.
+
+    Returns
+    -------
+    TernaryVec
+        Planes of the counters' array kind.
+
+    Raises
+    ------
+    ValueError
+        A negative threshold.
+    TypeError
+        ``soft`` is not a SoftTernaryVec.
+
+    Shapes:
+        (*B, dim) -> (*B, dim).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s = SoftTernaryVec(3, bits=2)
+    >>> _ = accumulate(s, TernaryVec.from_array(np.array([1, -1, 1], np.int8)), backend="cpu")
+    >>> harden(s, 1, backend="cpu").to_array().tolist()
+    [1, -1, 1]
+    """
+    return module_backend("harden", soft, backend=backend).harden(soft, threshold)
+
+
+__all__ = ["SoftTernaryVec", "TernaryVec", "accumulate", "bind", "bundle", "harden", "multiset",
+           "permute", "unbind"]

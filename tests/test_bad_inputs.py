@@ -17,11 +17,10 @@ import numpy as np
 import pytest
 
 import pytropical_gpu as tg
-from pytropical_gpu import HybridContext, Semiring, SoftTernaryVec, TernaryVec
+from pytropical_gpu import HybridContext, PackedCols, PackedRows, Semiring, SoftTernaryVec, TernaryVec
 from pytropical_gpu.backends.wgpu import adapters as wgpu_adapters
 from pytropical_gpu.backends.wgpu import runtime as wgpu_runtime
 from pytropical_gpu.errors import BackendUnavailableError
-from pytropical_gpu.packed import PackedCols, PackedRows
 
 F32 = np.float32
 U32 = np.uint32

@@ -315,6 +315,7 @@ def test_block_backend_follows_the_chunk_not_the_meta(explicit, rng, monkeypatch
     import pytropical_gpu.dask._common as common
     import pytropical_gpu.dask._gemm as gemm
     import pytropical_gpu.dask._vsa as vsa
+    import pytropical_gpu.routing as routing
 
     seen = []
     cpu = tg.backends.get_backend("cpu")
@@ -324,7 +325,7 @@ def test_block_backend_follows_the_chunk_not_the_meta(explicit, rng, monkeypatch
         if isinstance(chunk, _Marked):  # not a block still running from an earlier test's failed graph
             seen.append(name)
         return name
-    monkeypatch.setattr(common, "_is_cupy", lambda x: isinstance(x, _Marked))
+    monkeypatch.setattr(routing, "_is_cupy", lambda x: isinstance(x, _Marked))
     for mod in (gemm, vsa):
         monkeypatch.setattr(mod, "chunk_backend", record)
         monkeypatch.setattr(mod, "get_backend", lambda name: cpu)

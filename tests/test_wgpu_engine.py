@@ -122,6 +122,7 @@ def test_float64_raises_type_error(wgpu_backend):
 def test_fallback_adapter_never_chosen_by_auto(monkeypatch):
     import pytropical_gpu.backends.wgpu as wmod
     import pytropical_gpu.hybrid as hybrid
+    import pytropical_gpu.routing as routing
     from pytropical_gpu.backends.wgpu.runtime import AdapterInfo, software_adapter
 
     assert software_adapter("CPU", False) and software_adapter("DiscreteGPU", True)
@@ -132,7 +133,7 @@ def test_fallback_adapter_never_chosen_by_auto(monkeypatch):
     monkeypatch.setattr(wmod, "list_adapters", lambda: soft)
     monkeypatch.setattr(wmod, "_opens", lambda: (True, "opened, known-answer check passed"))
     assert wmod.hardware_available()[0] is False
-    monkeypatch.setattr(hybrid, "probe", lambda name: (False, "no cuda in this test"))
+    monkeypatch.setattr(routing, "probe", lambda name: (False, "no cuda in this test"))
     ctx = hybrid.HybridContext(backend="auto")
     assert ctx.gpu is None
     assert ctx.route("matmul", 10**12) == "cpu"

@@ -13,6 +13,7 @@ import pytest
 
 from conftest import require_backend
 from pytropical_gpu.backends import get_backend
+from pytropical_gpu.ops._planes import flat
 from pytropical_gpu.vsa import TernaryVec
 
 
@@ -155,7 +156,7 @@ def test_search_and_nnz_tile_under_small_limits(be, rng, gpu_only):
     check(small, q[:3], mem, 1)
     x = trits(rng, (3000, 300))
     x[5] = 0
-    got = small._nnz(*small._flat(TernaryVec.from_array(x)))
+    got = small._nnz(*flat(small, TernaryVec.from_array(x)))
     np.testing.assert_array_equal(got, (x != 0).sum(axis=1))
 
 

@@ -172,7 +172,7 @@ def test_nothing_raised_on_an_adapter_that_keeps_subnormals(engine, monkeypatch)
 def test_auto_routes_around_a_flushing_adapter(flushing, monkeypatch):
     """"auto" with wgpu as its GPU: a call that could meet subnormals runs on an exact backend
     (cuda if usable, else cpu) instead of raising; others still run on wgpu."""
-    from pytropical_gpu import api
+    from pytropical_gpu import hybrid
     from pytropical_gpu.backends import probe
     from pytropical_gpu.backends.wgpu.backend import WgpuBackend
 
@@ -192,7 +192,7 @@ def test_auto_routes_around_a_flushing_adapter(flushing, monkeypatch):
     assert _bits_equal(ctx.matmul(ra, b, "min_max"), want) and not calls
     # module-level functions use the default context
     monkeypatch.delenv("PYTROPICAL_BACKEND", raising=False)
-    monkeypatch.setattr(api, "_default", ctx)
+    monkeypatch.setattr(hybrid, "_default", ctx)
     assert _bits_equal(tg.matmul(a, b, "min_max"), want) and not calls
     # nothing subnormal: wgpu runs it
     ok = np.array([[1, 2], [3, 4]], np.float32)

@@ -35,7 +35,7 @@ class CpuBackend(Backend):
         return {"name": self.name, "device": "host CPU", "numpy": np.__version__}
 
     # ------------------------------------------------------------------ GEMM
-    def _gemm(self, a, b, sr: Semiring, c, argmax):
+    def _gemm(self, a, b, sr: Semiring, c, argmax, facts):
         if sr.add_op in ("lor", "lxor"):
             return self._gemm_bool(a, b, sr, c), None
         batch = max(a.shape[0], b.shape[0], 1 if c is None else c.shape[0])
@@ -48,7 +48,7 @@ class CpuBackend(Backend):
                 if d.shape[0] != batch:
                     d = np.broadcast_to(d, (batch, m, n)).copy()
                 return (d if c is None else d + c), None
-        mul = _multiplier(sr, dt, a, b)
+        mul = _multiplier(sr, dt, facts["a"], facts["b"])
         zero = sr.zero_for(dt)
         d = np.empty((batch, m, n), dt)
         idx = np.empty((batch, m, n), np.int32) if argmax else None
@@ -153,8 +153,9 @@ def _better(sr: Semiring):
     return better
 
 
-def _multiplier(sr: Semiring, dt: np.dtype, a, b):
-    """A function ``mul(x, y, out)`` implementing ⊗ with the semantics of semirings.py."""
+def _multiplier(sr: Semiring, dt: np.dtype, fa, fb):
+    """A function ``mul(x, y, out)`` implementing ⊗ with the semantics of semirings.py, as cheap
+    as the operands' facts (``fa``, ``fb``: :class:`~pytropical_gpu.facts.Facts`) allow."""
     op = sr.mul
     if not sr.guarded:
         if isinstance(op, np.ufunc):
@@ -166,8 +167,7 @@ def _multiplier(sr: Semiring, dt: np.dtype, a, b):
         return mul
     zero = sr.zero_for(dt)
     if dt.kind == "f":
-        special = bool(np.isinf(a).any()) or bool(np.isinf(b).any())
-        if not special:  # finite operands: IEEE result (overflow to ±inf intended), never NaN
+        if not (fa.inf or fb.inf):  # finite operands: IEEE result (overflow to ±inf intended), never NaN
             def finite(x, y, out):
                 with np.errstate(over="ignore"):
                     op(x, y, out=out)
@@ -181,11 +181,8 @@ def _multiplier(sr: Semiring, dt: np.dtype, a, b):
         return mul
     # integers: plus saturates, times wraps; the zero is absorbing.
     info = np.iinfo(dt)
-    has_zero = bool((a == zero).any()) or bool((b == zero).any())
-    if sr.mul_op == "plus":
-        saturate = _absmax(a) + _absmax(b) > info.max  # Python ints: no overflow here
-    else:
-        saturate = False
+    has_zero = fa.contains(zero) or fb.contains(zero)
+    saturate = sr.mul_op == "plus" and int(fa.absmax) + int(fb.absmax) > info.max  # Python ints
 
     def mul(x, y, out):
         if saturate:
@@ -196,10 +193,6 @@ def _multiplier(sr: Semiring, dt: np.dtype, a, b):
         if has_zero:
             np.copyto(out, zero, where=(x == zero) | (y == zero))
     return mul
-
-
-def _absmax(x) -> int:
-    return max(abs(int(x.min())), abs(int(x.max()))) if x.size else 0
 
 
 def _sat_add(x, y, out, info) -> None:

@@ -26,7 +26,9 @@ def _row(op, dev, sizes, t, work, unit, baseline=None, tb=None, note=""):
 
 
 def bench_gemm(eng, dev, cp, progress, quick, rows, extra):
+    from pytropical_gpu import facts
     from pytropical_gpu.backends.wgpu import gemm
+    from pytropical_gpu.facts import guard_needed
     from pytropical_gpu.semirings import get_semiring
 
     rng = np.random.default_rng(0)
@@ -49,7 +51,7 @@ def bench_gemm(eng, dev, cp, progress, quick, rows, extra):
             b = rng.integers(-(1 << 20), 1 << 20, (k, n), dtype=np.int32)
         A, B = eng.upload(a), eng.upload(b)
         D = eng.alloc(m * n * dt.itemsize)
-        code = gemm.semiring_code(sr, dt, gemm.needs_guard(sr, a, b))
+        code = gemm.semiring_code(sr, dt, guard_needed(sr, dt, facts.of(a), facts.of(b)))
         kname, kp0 = gemm.choose_kernel(m, n, k, False)
         vlist = variants if (kname == "gemm_tiled" and dts == "float32") else [None]
         best = None

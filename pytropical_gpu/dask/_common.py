@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _arrays
+from .. import _arrays, routing
 from ..semirings import Semiring
 
 try:
@@ -18,27 +18,14 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
     raise ImportError("pytropical_gpu.dask needs dask: pip install 'pytropical_gpu[dask]' "
                       "(and dask-cuda for GPU clusters)") from e
 
-_is_cupy = _arrays.is_cupy
 _ADD = {"min": "minimum", "max": "maximum", "plus": "add", "lor": "logical_or",
         "lxor": "logical_xor", "bor": "bitwise_or", "bxor": "bitwise_xor"}
 
 
-def block_backend(backend: str | None) -> str | None:
-    """``backend`` checked now (before any graph runs); None stays None: each block then runs on its
-    own chunk's backend (:func:`chunk_backend`)."""
-    if backend is not None and backend not in ("cpu", "wgpu", "cuda"):
-        raise ValueError(f"backend must be cpu, wgpu, cuda or None; got {backend!r}")
-    return backend
-
-
-def chunk_backend(backend: str | None, chunk: Any) -> str:
-    """The backend one block runs on: ``backend`` if given, else "cuda" for a cupy chunk and "cpu"
-    otherwise. Decided from the chunk itself, not from the dask array's ``_meta``: a meta is only a
-    guess (``map_blocks`` without ``meta=`` on cupy chunks records a numpy one), and trusting it sent
-    cupy shards through the numpy backend with a host copy each."""
-    if backend is not None:
-        return backend
-    return "cuda" if _is_cupy(chunk) else "cpu"
+#: the block backend: ``backend`` checked now (None: each block runs where its chunk lives)
+block_backend = routing.check_name
+#: the backend one block runs on (see :func:`pytropical_gpu.routing.for_chunk`)
+chunk_backend = routing.for_chunk
 
 
 def meta_like(x: Any, ndim: int, dtype: Any) -> Any:

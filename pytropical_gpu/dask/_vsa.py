@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 
 from ..backends import get_backend
-from ..backends.base import _nonneg_int
-from ..vsa import TernaryVec, _pack_bits, _unpack_bits, words_for
+from ..ops._checks import _nonneg_int
+from ..types.ternary import TernaryVec, _pack_bits, _unpack_bits, words_for
 from ._common import ArraySliceDep, block_backend, chunk_backend, da, meta_like, stable_argsort, xp_of
 
 _UNPACK_ELEMS = 1 << 24  # trits unpacked at a time when counting a chunk (16 MiB of bools)

@@ -54,6 +54,7 @@ def probe() -> tuple[bool, str]:
 def create():
     from .backend import CudaBackend
 
+    mark_opened()  # this process initialises CUDA now
     return CudaBackend()
 
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from ... import _arrays
 from ...semirings import Semiring
-from ...vsa import SoftTernaryVec
+from ...types import SoftTernaryVec
 from .. import _process
 from ..base import Backend, ceil_div
 from . import kernels, vsa_launch
@@ -40,9 +40,6 @@ class CudaBackend(Backend):
     def __init__(self) -> None:
         import cupy
 
-        from . import mark_opened
-
-        mark_opened()
         self._cp = cupy
         self._sms: dict[int, int] = {}
 
@@ -88,7 +85,7 @@ class CudaBackend(Backend):
                             "give them to Semiring(...) or use backend='cpu'")
 
     # ---------------------------------------------------------------- semiring GEMM
-    def _gemm(self, a, b, sr: Semiring, c, argmax):
+    def _gemm(self, a, b, sr: Semiring, c, argmax, facts):
         cp = self._cp
         if sr.add_op in ("lor", "lxor"):
             return self._gemm_bool(a, b, sr, c), None
@@ -115,7 +112,7 @@ class CudaBackend(Backend):
                 ceil_div(m, bm) * ceil_div(n, bn) * batch >= self._sm_count()) else "small"
             if role == "big" and self.big_tile in spec.names:
                 role = self.big_tile
-            if "dpx_" + role in spec.names and self._dpx_ok(spec, sr, dt, a, b):
+            if "dpx_" + role in spec.names and self._dpx_ok(spec, sr, dt, a, b, facts):
                 role = "dpx_" + role
         fn = kernels.function(spec, role)
         itemsize = dt.itemsize
@@ -148,12 +145,23 @@ class CudaBackend(Backend):
                     np.int32(vec)))
         return d, idx
 
-    def _dpx_ok(self, spec, sr, dt, a, b) -> bool:
-        """True when every operand other than the zero has |x| < 2^28 (the DPX path is exact)."""
+    def _dpx_ok(self, spec, sr, dt, a, b, facts) -> bool:
+        """True when every operand other than the zero has |x| < 2^28 (the DPX path is exact).
+
+        Answered from the operands' facts when some layer has already learned them (a largest
+        magnitude below 2^28, or above it with no zero present, settles it); else one pass of
+        the range-check kernel per operand, cheaper than learning them here."""
+        zero = sr.zero_for(dt)
+        known = [facts[n] for n in ("a", "b") if facts and facts.get(n) is not None]
+        if len(known) == 2 and all(f.computed for f in known):
+            if all(f.absmax < (1 << 28) for f in known):
+                return True
+            if any(f.absmax >= (1 << 28) and not f.contains(zero) for f in known):
+                return False
         cp = self._cp
         flag = cp.zeros(1, np.int32)
         fn = kernels.function(spec, "range_check")
-        zero = np.int32(sr.zero_for(dt))
+        zero = np.int32(zero)
         for x in (a, b):
             blocks = max(1, min(ceil_div(x.size, 256), 4096))
             fn((blocks,), (256,), (x, _i64(x.size), zero, flag))

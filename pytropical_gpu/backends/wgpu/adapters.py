@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .runtime import AdapterInfo
+if TYPE_CHECKING:  # an annotation only: runtime.py imports this module
+    from .runtime import AdapterInfo
 
 _TYPE_RANK = {"DISCRETEGPU": 0, "INTEGRATEDGPU": 1, "VIRTUALGPU": 2, "UNKNOWN": 3, "CPU": 4}
 _NULL_BACKENDS = ("null", "undefined")

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ...facts import Facts
 from .pool import DeviceBuffer, _round4
 from .runtime import Copy
 
@@ -49,9 +50,8 @@ class WgpuArray:
     """An n-d, C-contiguous array living in one wgpu device buffer.
 
     Attributes: ``shape``, ``dtype``, ``ndim``, ``size``, ``nbytes``, ``offset`` (bytes into the
-    buffer: views made by ``reshape`` / leading-axis indexing share it) and ``stats`` (facts
-    computed once at creation: ``nan``, ``inf``, ``subnormal`` (count) and ``min_abs`` (smallest
-    non-zero magnitude) for floats, ``min``, ``max`` for integers).
+    buffer: views made by ``reshape`` / leading-axis indexing share it) and ``stats`` (the operand
+    facts of :mod:`pytropical_gpu.facts`, computed once at creation).
     ``.get()`` / ``np.asarray(x)`` copy it back to a new numpy array.
     """
 
@@ -230,46 +230,10 @@ class WgpuArray:
         raise TypeError("WgpuArray is read-only; modify a host copy (.get()) and call to_device again")
 
 
-    # ------------------------------------------------------------------ validation facts
-    def has_nan(self) -> bool:
-        return bool(self.stats.get("nan", False))
-
-    def contains(self, value) -> bool:
-        """Whether ``value`` may occur (exact for the dtype's extremes, conservative otherwise)."""
-        st = self.stats
-        if self.dtype.kind == "f":
-            v = float(value)
-            if np.isinf(v):
-                return bool(st.get("inf", False))
-            return True
-        if "min" not in st:
-            return False
-        if value == st["min"] or value == st["max"]:
-            return True
-        info = np.iinfo(self.dtype)
-        if value in (info.min, info.max):
-            return False  # the extremes are the array's min/max exactly when present
-        return st["min"] <= value <= st["max"]
-
-    def absmax(self) -> int:
-        st = self.stats
-        return max(abs(int(st.get("min", 0))), abs(int(st.get("max", 0))))
-
-
-def _stats(a: np.ndarray) -> dict:
-    if a.size == 0:
-        return {}
-    if a.dtype.kind == "f":
-        # subnormal count and smallest non-zero magnitude: what a subnormal-flushing adapter's
-        # rule (flush.py) needs, so calls on this array never read it back
-        mag = np.abs(a)
-        nz = mag[mag != 0]
-        return {"nan": bool(np.isnan(a).any()), "inf": bool(np.isinf(a).any()),
-                "subnormal": int(np.count_nonzero(nz < np.finfo(a.dtype).tiny)),
-                "min_abs": float(nz.min()) if nz.size else float("inf")}
-    if a.dtype.kind in "iu":
-        return {"min": int(a.min()), "max": int(a.max())}
-    return {}
+def _stats(a: np.ndarray) -> Facts:
+    """The array's operand facts, computed once here (the array is immutable) and kept: see
+    :mod:`pytropical_gpu.facts`; views share their parent's (conservative: a guard is never wrong)."""
+    return Facts.of_host(a)
 
 
 def host(x: Any, why: str = "") -> Any:

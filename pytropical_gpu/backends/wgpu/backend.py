@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ... import _arrays
+from ... import _arrays, facts
 from ...semirings import Semiring, get_semiring
 from ..base import Backend
 from . import boolean, flush, gemm, vsa
@@ -55,11 +55,12 @@ class WgpuBackend(Backend):
                 "max_storage_binding": rt.limits.max_storage_binding,
                 "features": sorted(rt.features)}
 
-    def _flush_rule(self, op: str, sr: Semiring, dt, operands: dict):
+    def _flush_rule(self, op: str, sr: Semiring, dt, known: dict):
+        """``flush.reason`` for operands with these facts ({name: Facts}), on this adapter."""
         if not self.flushes_subnormals:
             return None
         i = self.engine.rt.info
-        return flush.reason(op, sr, np.dtype(dt), operands, f"{i.name} ({i.backend})")
+        return flush.reason(op, sr, np.dtype(dt), known, f"{i.name} ({i.backend})")
 
     def inexact_reason(self, sr: str | Semiring, dtype=None, operands: dict | None = None,
                        op: str = "matmul") -> str | None:
@@ -72,11 +73,11 @@ class WgpuBackend(Backend):
         if not ops:
             return None
         dtype = next(iter(ops.values())).dtype if dtype is None else dtype
-        got = self._flush_rule(op, get_semiring(sr), dtype, ops)
+        got = self._flush_rule(op, get_semiring(sr), dtype, {k: facts.of(v) for k, v in ops.items()})
         return None if got is None else got[1]
 
-    def _check_operands(self, op: str, sr: Semiring, dt, operands: dict[str, Any]) -> None:
-        got = self._flush_rule(op, sr, dt, {k: v for k, v in operands.items() if v is not None})
+    def _check_operands(self, op: str, sr: Semiring, dt, known: dict[str, Any]) -> None:
+        got = self._flush_rule(op, sr, dt, {k: v for k, v in known.items() if v is not None})
         if got is not None:
             raise got[0](got[1])
 
@@ -93,7 +94,7 @@ class WgpuBackend(Backend):
         return gemm.user_dtype_reason(dt)
 
     # ------------------------------------------------------------------ GEMM
-    def _gemm(self, a, b, sr: Semiring, c, argmax):
+    def _gemm(self, a, b, sr: Semiring, c, argmax, facts):
         if sr.builtin and sr.add_op in ("lor", "lxor"):
             why = "boolean semirings pack on the host"
             return self._gemm_bool(host(a, why), host(b, why), sr, host(c, why)), None
@@ -101,7 +102,7 @@ class WgpuBackend(Backend):
             if a.dtype == np.uint64:
                 a, b, c = host(a, "uint64"), host(b, "uint64"), host(c, "uint64")
                 return gemm.gemm_u64(self.engine, a, b, sr, c), None
-            return gemm.gemm(self.engine, a, b, sr, c, argmax)
+            return gemm.gemm(self.engine, a, b, sr, c, argmax, facts)
 
     # ------------------------------------------------------------------ packed boolean
     def _pack(self, bits):

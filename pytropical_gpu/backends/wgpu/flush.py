@@ -15,18 +15,17 @@ answer could differ from numpy's, decided from operand facts alone, before any u
 
 plus_times is a tolerance semiring (float sums are not exact on any GPU) and is held to the operand
 rule only. A user-defined float semiring's expressions cannot be checked at all: TypeError.
-A resident :class:`~.array.WgpuArray` carries these facts from ``to_device`` (``stats``).
+The facts are :class:`pytropical_gpu.facts.Facts` (a resident :class:`~.array.WgpuArray` keeps its
+own from ``to_device``), learned once per call by the operation, never by a scan here.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from ...errors import SubnormalFlushError
+from ...facts import Facts
 from ...semirings import Semiring
-from .array import WgpuArray, _stats
 
 #: below this magnitude (in both a and b) a float32 sum may cancel to a subnormal
 PLUS_LIMIT = 2.0**-102
@@ -35,16 +34,10 @@ TINY = float(np.finfo(np.float32).tiny)
 FIX = "use backend='cuda' or backend='cpu' (exact), or set the subnormals to zero first"
 
 
-def facts(x: Any) -> tuple[int, float]:
-    """(number of subnormals, smallest non-zero magnitude or inf) of a float array or WgpuArray."""
-    st = x.stats if isinstance(x, WgpuArray) else _stats(np.asarray(x))
-    return int(st.get("subnormal", 0)), float(st.get("min_abs", np.inf))
-
-
-def reason(op: str, sr: Semiring, dt: np.dtype, operands: dict[str, Any],
+def reason(op: str, sr: Semiring, dt: np.dtype, known: dict[str, Facts | None],
            adapter: str) -> tuple[type, str] | None:
-    """``(exception type, message)`` when ``op`` with ``operands`` ({name: array or None}) could
-    differ from numpy on a flushing adapter, else None. Only float dtypes are affected."""
+    """``(exception type, message)`` when ``op`` with operands of these facts ({name: Facts or
+    None}) could differ from numpy on a flushing adapter, else None. Only float dtypes matter."""
     if np.dtype(dt).kind != "f":
         return None
     where = f"the wgpu adapter {adapter} flushes subnormal floats to zero (WGSL allows it)"
@@ -52,17 +45,17 @@ def reason(op: str, sr: Semiring, dt: np.dtype, operands: dict[str, Any],
         return TypeError, (f"{op}: {where}, so the user-defined float semiring {sr.name!r} cannot be "
                            "guaranteed exact (its expressions may produce or meet subnormals); use "
                            "backend='cuda' or backend='cpu'")
-    known = {}
-    for name, x in operands.items():
-        if x is None:
+    smallest = {}
+    for name, f in known.items():
+        if f is None:
             continue
-        n, smallest = facts(x)
-        known[name] = smallest
+        n = f.subnormal
+        smallest[name] = f.min_abs
         if n:
             return SubnormalFlushError, (
                 f"{op}: {name} holds {n} subnormal value{'s' if n != 1 else ''} (|x| < {TINY:.6g}) "
                 f"and {where}: they would be read as 0; {FIX}")
-    sa, sb = known.get("a", np.inf), known.get("b", np.inf)
+    sa, sb = smallest.get("a", np.inf), smallest.get("b", np.inf)
     if sr.mul_op == "plus" and sa < PLUS_LIMIT and sb < PLUS_LIMIT:
         return SubnormalFlushError, (
             f"{op}: {sr.name}: a and b hold values as small as {sa:.6g} and {sb:.6g}, so a sum "
@@ -73,4 +66,4 @@ def reason(op: str, sr: Semiring, dt: np.dtype, operands: dict[str, Any],
             f"can be subnormal, and {where}: such a result would come back as 0; {FIX}")
     return None
 
-__all__ = ["FIX", "PLUS_LIMIT", "TINY", "facts", "reason"]
+__all__ = ["FIX", "PLUS_LIMIT", "TINY", "reason"]

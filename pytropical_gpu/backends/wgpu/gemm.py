@@ -13,9 +13,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ... import facts
 from ...semirings import Semiring
-from .array import WgpuArray, host
+from .array import host
 from .engine import WG, Engine, pack_params
+from .readback import download_all
 from .templating import WGSL_TYPES, literal
 
 #: the big tile (min_plus f32 8192^3 on an H200 through Vulkan: 20.6 TOPS; BK=8 gave 19.6)
@@ -82,53 +84,6 @@ def semiring_code(sr: Semiring, dt: np.dtype, special: bool) -> SemiringCode:
     return SemiringCode(T, zero, one, _ADD[sr.add_op], _MUL[sr.mul_op], guard, False, sr.add_op)
 
 
-def needs_guard(sr: Semiring, a: np.ndarray, b: np.ndarray) -> bool:
-    """Whether ⊗ needs its guarded form for these operands (same tests as the cpu reference)."""
-    if not sr.guarded:
-        return False
-    if isinstance(a, WgpuArray) or isinstance(b, WgpuArray):
-        return _needs_guard_resident(sr, a, b)
-    dt = a.dtype
-    if dt.kind == "f":
-        return bool(np.isinf(a).any()) or bool(np.isinf(b).any())
-    zero = sr.zero_for(dt)
-    if bool((a == zero).any()) or bool((b == zero).any()):
-        return True
-    if sr.mul_op == "plus":
-        amax = int(np.abs(a.astype(np.int64)).max()) if a.size else 0
-        bmax = int(np.abs(b.astype(np.int64)).max()) if b.size else 0
-        return amax + bmax > np.iinfo(dt).max
-    return False
-
-
-def _needs_guard_resident(sr: Semiring, a, b) -> bool:
-    """needs_guard from the facts a WgpuArray recorded when it went to the device (no read-back;
-    conservative for views, which share their parent's facts: a guard is never wrong, only slower)."""
-    dt = a.dtype
-    if dt.kind == "f":
-        return any(_isinf(x) for x in (a, b))
-    zero = sr.zero_for(dt)
-    if any(_contains(x, zero) for x in (a, b)):
-        return True
-    if sr.mul_op == "plus":
-        return _absmax(a) + _absmax(b) > np.iinfo(dt).max
-    return False
-
-
-def _isinf(x) -> bool:
-    return bool(x.stats.get("inf", False)) if isinstance(x, WgpuArray) else bool(np.isinf(x).any())
-
-
-def _contains(x, v) -> bool:
-    return x.contains(v) if isinstance(x, WgpuArray) else bool((x == v).any())
-
-
-def _absmax(x) -> int:
-    if isinstance(x, WgpuArray):
-        return x.absmax()
-    return int(np.abs(x.astype(np.int64)).max()) if x.size else 0
-
-
 def choose_kernel(m: int, n: int, k: int, argmax: bool) -> tuple[str, dict]:
     if argmax:
         if k <= SKINNY_K and n <= SKINNY_N:
@@ -141,14 +96,19 @@ def choose_kernel(m: int, n: int, k: int, argmax: bool) -> tuple[str, dict]:
     return "gemm_tiled", dict(TILE, ARGMAX=False)
 
 
-def gemm(eng: Engine, a: np.ndarray, b: np.ndarray, sr: Semiring, c, argmax: bool):
-    """The backend's ``_gemm`` for numeric semirings on numpy operands (see base.py)."""
+def gemm(eng: Engine, a: np.ndarray, b: np.ndarray, sr: Semiring, c, argmax: bool,
+         known: dict | None = None):
+    """The backend's ``_gemm`` for numeric semirings on numpy or resident operands (see base.py).
+
+    ``known``: the operands' facts ({"a": Facts, "b": Facts, ...}); the guard on ⊗ is chosen
+    from them (without them, as for the known-answer check, they are learned here once)."""
     dt = a.dtype
     ba, m, k = a.shape
     bb, _, n = b.shape
     bc = 0 if c is None else c.shape[0]
     batch = max(ba, bb, bc)
-    code = semiring_code(sr, dt, needs_guard(sr, a, b))
+    fa, fb = (known["a"], known["b"]) if known else (facts.of(a), facts.of(b))
+    code = semiring_code(sr, dt, facts.guard_needed(sr, dt, fa, fb))
     kname, kp = choose_kernel(m, n, k, argmax)
     pipe = eng.pipeline(kname, **code.params(), **kp, HAS_C=c is not None)
     d = np.empty((batch, m, n), dt)
@@ -202,10 +162,11 @@ def gemm(eng: Engine, a: np.ndarray, b: np.ndarray, sr: Semiring, c, argmax: boo
         b_bs = k * nn if bbuf.shape[0] > 1 else 0
         c_bs = mm * nn if (cbk is not None and cbk.shape[0] > 1) else 0
         eng.submit([make_dispatch(eng, pipe, kname, kp, binds, mm, nn, k, nbat, a_bs, b_bs, c_bs)])
-        out = eng.download(dbuf, dt, (nbat, mm, nn))
-        d[b0:b1, m0:m1, n0:n1] = out
+        outs = [(dbuf, dt, (nbat, mm, nn))] + ([(ibuf, np.int32, (nbat, mm, nn))] if argmax else [])
+        got = download_all(eng, *outs)
+        d[b0:b1, m0:m1, n0:n1] = got[0]
         if argmax:
-            idx[b0:b1, m0:m1, n0:n1] = eng.download(ibuf, np.int32, (nbat, mm, nn))
+            idx[b0:b1, m0:m1, n0:n1] = got[1]
         eng.release(*bufs, dbuf, ibuf)
     return d, idx
 

@@ -14,6 +14,7 @@ from . import vsa_long as long
 from . import vsa_search
 from .array import WgpuArray, host
 from .engine import WG, Engine, pack_params
+from .readback import download_all
 from .vsa_long import chunks as _chunks
 from .vsa_search import SEARCH_RPT, TOPK_MAX, exact_words  # noqa: F401 (the backend's names)
 
@@ -31,8 +32,7 @@ def bind(eng: Engine, ap, an, bp, bn):
         gx, gy, _ = eng.grid(-(-(e - s) // WG))
         eng.submit([eng.dispatch(pipe, [b.binding() for b in ins + outs], (gx, gy, 1),
                                  pack_params(e - s, gx, 0, 0))])
-        op[s:e] = eng.download(outs[0], np.uint32, (e - s,))
-        on[s:e] = eng.download(outs[1], np.uint32, (e - s,))
+        op[s:e], on[s:e] = download_all(eng, *[(o, np.uint32, (e - s,)) for o in outs])
         eng.release(*ins, *outs)
     return op.reshape(shape), on.reshape(shape)
 
@@ -56,8 +56,7 @@ def bundle(eng: Engine, p, n, threshold: int):
         gx, gy, _ = eng.grid(-(-(e - s) // WG))
         eng.submit([eng.dispatch(pipe, [b.binding() for b in ins + outs], (gx, gy, 1),
                                  pack_params(v, e - s, threshold, gx))])
-        op[s:e] = eng.download(outs[0], np.uint32, (e - s,))
-        on[s:e] = eng.download(outs[1], np.uint32, (e - s,))
+        op[s:e], on[s:e] = download_all(eng, *[(o, np.uint32, (e - s,)) for o in outs])
         eng.release(*ins, *outs)
     return op, on
 
@@ -168,8 +167,8 @@ def accumulate(eng: Engine, sign, mag, hp, hn):
         gx, gy, _ = eng.grid(-(-(e - s) // WG))
         eng.submit([eng.dispatch(pipe, [sb.binding(), mbuf.binding()] + [b.binding() for b in hb],
                                  (gx, gy, 1), pack_params(e - s, gx, 0, 0))])
-        s_out[s:e] = eng.download(sb, np.uint32, (e - s,))
-        m_out[:, s:e] = eng.download(mbuf, np.uint32, (bits, e - s))
+        s_out[s:e], m_out[:, s:e] = download_all(eng, (sb, np.uint32, (e - s,)),
+                                                 (mbuf, np.uint32, (bits, e - s)))
         eng.release(sb, mbuf, *hb)
     return s_out.reshape(shape), m_out.reshape((bits,) + shape)
 
@@ -193,7 +192,6 @@ def harden(eng: Engine, sign, mag, threshold: int):
         gx, gy, _ = eng.grid(-(-(e - s) // WG))
         eng.submit([eng.dispatch(pipe, [sb.binding(), mbuf.binding()] + [b.binding() for b in outs],
                                  (gx, gy, 1), pack_params(e - s, gx, threshold, 0))])
-        op[s:e] = eng.download(outs[0], np.uint32, (e - s,))
-        on[s:e] = eng.download(outs[1], np.uint32, (e - s,))
+        op[s:e], on[s:e] = download_all(eng, *[(o, np.uint32, (e - s,)) for o in outs])
         eng.release(sb, mbuf, *outs)
     return op.reshape(shape), on.reshape(shape)

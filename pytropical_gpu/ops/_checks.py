@@ -1,15 +1,15 @@
-"""Checks of the VSA operations' arguments (base.py's public methods call them before any kernel)."""
+"""Checks of the operations' arguments, made before any upload or launch."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from .. import _arrays
 from .._checks import int_arg, show
-from ..packed import PackedCols, PackedRows, check_words
-from ..vsa import TernaryVec
+from ..types import PackedCols, PackedRows, TernaryVec, check_words
 
 
 def recheck_handle(x: Any) -> None:
@@ -43,3 +43,21 @@ def _bshape(where: str, *shapes: tuple) -> tuple:
 def _nonneg_int(x: Any, where: str, name: str) -> int:
     """A count such as a threshold: an integer (or an integral float, ``2.0``) >= 0."""
     return int_arg(x, where, name, lo=0, integral_float=True)
+
+
+def bundle_operands(vectors: tuple) -> TernaryVec | list:
+    """The vectors of ``bundle(*vectors)``: one batched TernaryVec, or a list (from one sequence
+    argument or several TernaryVec arguments)."""
+    if len(vectors) == 1 and not isinstance(vectors[0], TernaryVec):
+        if not isinstance(vectors[0], Sequence) or isinstance(vectors[0], (str, bytes)):
+            raise TypeError("bundle: expected TernaryVecs, a list of them or one batched TernaryVec; "
+                            f"got {show(vectors[0])}")
+        vectors = tuple(vectors[0])
+    elif len(vectors) == 1:
+        return vectors[0]
+    for i, v in enumerate(vectors):
+        if not isinstance(v, TernaryVec):
+            hint = (" (threshold is keyword-only: bundle(..., threshold=t))"
+                    if isinstance(v, (int, float)) else "")
+            raise TypeError(f"bundle: vectors[{i}] must be a TernaryVec, got {show(v)}{hint}")
+    return list(vectors)

@@ -33,7 +33,7 @@ class GemmShapes:
 
 
 def _shape(x: Any) -> tuple[int, ...]:
-    return tuple(int(s) for s in x.shape)
+    return tuple(map(int, x.shape))
 
 
 def _to3(x: Any, bshape: tuple[int, ...], full_batch: tuple[int, ...], rows: int, cols: int,

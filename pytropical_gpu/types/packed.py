@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from . import _arrays
-from ._checks import int_arg, uint32_array
+from .. import _arrays
+from .._checks import int_arg, uint32_array
 
 
 def check_words(words: Any, k: Any, where: str) -> int:

@@ -1,0 +1,195 @@
+"""Operand facts: what the operations and the kernels need to know about an array's values.
+
+For a float array: NaN present, +inf / -inf present, the number of subnormals, the smallest
+non-zero magnitude and the largest magnitude; for an integer array: its minimum and maximum (hence
+the largest magnitude, and whether an extreme such as a semiring's zero occurs). Each is computed
+once per operand per call, in this module only (on the device for a cupy array, one read-back per
+group, see :class:`Facts`), and only when some layer asks: the operation refuses NaN with them, the
+kernels choose a guarded ⊗ and the DPX path with them, and a subnormal-flushing wgpu adapter
+decides from them whether a call is exact. Nothing else scans an operand's values.
+
+A resident :class:`~pytropical_gpu.backends.wgpu.array.WgpuArray` computes its facts once at
+``to_device`` (it is immutable) and keeps them; :func:`of` hands those out. cupy arrays, resident or
+not, get fresh facts per call: they are the caller's mutable arrays, and a fact kept from
+``to_device`` would go stale after an in-place write (a missed NaN, a wrong DPX choice), while the
+device reductions cost one pass over the operand against the product's m·n·k.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import _arrays
+
+_INF = float("inf")
+
+
+class Facts:
+    """The facts of one operand, each learned once and then kept.
+
+    Two groups, each computed together the first time one of its facts is asked: the range (NaN,
+    ±inf, largest magnitude, integer min/max: two reductions, ``x.min()`` and ``x.max()``, which
+    propagate NaN) and, for floats, the small end (smallest non-zero magnitude, subnormal count:
+    what only a subnormal-flushing adapter asks). Asking costs nothing the second time."""
+
+    __slots__ = ("_x", "_xp", "_v", "dtype")
+
+    def __init__(self, x: Any, xp: Any = np):
+        self._x, self._xp, self.dtype = x, xp, np.dtype(x.dtype)
+        self._v: dict = {"size": int(x.size)}
+
+    @classmethod
+    def of_host(cls, a: np.ndarray) -> Facts:
+        """Every fact of a host array, computed now (what ``to_device`` keeps)."""
+        f = cls(a)
+        f._group("min_abs")
+        return f
+
+    @property
+    def computed(self) -> bool:
+        """True once the range facts are known (asking for them then costs nothing)."""
+        return "nan" in self._v
+
+    def _group(self, key: str) -> dict:
+        v = self._v
+        if "nan" not in v:
+            v.update(_range(self._x, self._xp, self.dtype))
+        if key in ("min_abs", "subnormal") and "min_abs" not in v:
+            v.update(_small(self._x, self._xp, self.dtype))
+        if "min_abs" in v or self.dtype.kind != "f":
+            self._x = None  # everything known: the operand is not needed any more
+        return v
+
+    def __getitem__(self, key: str) -> Any:
+        """One value by name ("nan", "posinf", "neginf", "subnormal", "min_abs", "absmax", "min",
+        "max", "size")."""
+        return self._group(key)[key]
+
+    def as_dict(self) -> dict:
+        """The facts that matter for this dtype, by name: nan, inf, subnormal and min_abs for
+        floats; min and max for integers; nothing for an empty or bool array."""
+        if not self._v["size"] or self.dtype.kind not in "fiu":
+            return {}
+        if self.dtype.kind == "f":
+            return {"nan": self.nan, "inf": self.inf, "subnormal": self.subnormal,
+                    "min_abs": self.min_abs}
+        return {"min": self["min"], "max": self["max"]}
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Facts):
+            return self.dtype == other.dtype and self.as_dict() == other.as_dict()
+        if isinstance(other, dict):
+            return self.as_dict() == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # values, not identity
+
+    @property
+    def nan(self) -> bool:
+        v = self._v
+        return v["nan"] if "nan" in v else self._group("nan")["nan"]
+
+    @property
+    def inf(self) -> bool:
+        return self["posinf"] or self["neginf"]
+
+    @property
+    def subnormal(self) -> int:
+        """How many values are subnormal (0 < |x| < the dtype's smallest normal)."""
+        return self["subnormal"]
+
+    @property
+    def min_abs(self) -> float:
+        """The smallest non-zero magnitude (inf when there is none)."""
+        return self["min_abs"]
+
+    @property
+    def absmax(self) -> int | float:
+        """The largest magnitude (a Python int for integers: no overflow; 0 for an empty array)."""
+        return self["absmax"]
+
+    def contains(self, value: Any) -> bool:
+        """Whether ``value`` may occur: exact for ±inf and an integer dtype's extremes (a semiring's
+        zero), conservative (True) for a value inside the array's range."""
+        v = self._group("nan")
+        if not v["size"]:
+            return False
+        if self.dtype.kind == "f":
+            x = float(value)
+            if x == _INF:
+                return v["posinf"]
+            if x == -_INF:
+                return v["neginf"]
+            return True
+        if v["min"] is None:
+            return True
+        value = int(value)
+        if value in (v["min"], v["max"]):
+            return True
+        if self.dtype.kind in "iu":
+            info = np.iinfo(self.dtype)
+            if value in (info.min, info.max):
+                return False  # an extreme occurs exactly when it is the min or the max
+        return v["min"] <= value <= v["max"]
+
+
+def _host(stats: Any) -> np.ndarray:
+    """A small stats vector on the host (one read-back for a device array)."""
+    return stats if isinstance(stats, np.ndarray) else stats.get()
+
+
+def _range(x: Any, xp: Any, dt: np.dtype) -> dict:
+    out = {"nan": False, "posinf": False, "neginf": False, "absmax": 0, "min": None, "max": None}
+    if dt.kind != "f":
+        out.update(min_abs=_INF, subnormal=0)  # no small end to learn: not a float
+    if not x.size or dt.kind not in "fiu":
+        return out
+    if dt.kind == "f":
+        lo, hi = _host(xp.stack([x.min(), x.max()]).astype(np.float64)).tolist()
+        if lo != lo or hi != hi:  # min and max propagate NaN: the rest is unknown, and moot
+            return dict(out, nan=True, posinf=True, neginf=True, absmax=_INF)
+        return dict(out, posinf=hi == _INF, neginf=lo == -_INF, absmax=max(abs(lo), abs(hi)))
+    lo, hi = _host(xp.stack([x.min(), x.max()])).tolist()  # Python ints
+    return dict(out, min=lo, max=hi, absmax=max(abs(lo), abs(hi)))
+
+
+def _small(x: Any, xp: Any, dt: np.dtype) -> dict:
+    if not x.size or dt.kind != "f":
+        return {"min_abs": _INF, "subnormal": 0}
+    mag = xp.abs(x)
+    smallest = float(_host(xp.where(mag == 0, _INF, mag).min().astype(np.float64)[None])[0])
+    tiny = float(np.finfo(dt).tiny)
+    sub = 0
+    if smallest < tiny:  # only then count (rare): one more pass
+        sub = int(_host(((mag > 0) & (mag < tiny)).sum()[None])[0])
+    return {"min_abs": smallest, "subnormal": sub}
+
+
+def of(x: Any, xp: Any = None) -> Facts:
+    """The facts of a native operand: a WgpuArray's kept ones, else new (computed on first use)."""
+    kept = getattr(x, "stats", None)
+    if isinstance(kept, Facts):
+        return kept
+    return Facts(x, _arrays.xp_of(x) if xp is None else xp)
+
+
+def guard_needed(sr: Any, dt: np.dtype, fa: Facts, fb: Facts) -> bool:
+    """Whether ⊗ needs its guarded form for operands with these facts: a float operand holds ±inf
+    (the zero of the guarded semirings, or an inf that meets it), an integer operand holds the
+    semiring's zero, or an integer ``plus`` may overflow (|a| + |b| beyond the dtype's max)."""
+    if not sr.guarded:
+        return False
+    dt = np.dtype(dt)
+    if dt.kind == "f":
+        return fa.inf or fb.inf
+    zero = sr.zero_for(dt)
+    if fa.contains(zero) or fb.contains(zero):
+        return True
+    if sr.mul_op == "plus":
+        return int(fa.absmax) + int(fb.absmax) > np.iinfo(dt).max
+    return False
+
+
+__all__ = ["Facts", "guard_needed", "of"]
