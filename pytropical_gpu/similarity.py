@@ -121,6 +121,6 @@ def search(query: TernaryVec, memory: TernaryVec, k: int = 1, *,
     return default_context().search(query, memory, k, backend=_ctx_backend(backend))
 
 
-#: torchhd's names.
+# torchhd's names (a plain comment: a '#:' one would replace the docstring in the API reference)
 dot_similarity = dot
 cosine_similarity = cosine

@@ -100,7 +100,7 @@ class TernaryVec:
 
     @property
     def shape(self) -> tuple[int, ...]:
-        """Trit-array shape: ``batch_shape + (dim,)``."""
+        """The trit-array shape, ``batch_shape + (dim,)``."""
         return self.batch_shape + (self.dim,)
 
     def __len__(self) -> int:
@@ -293,7 +293,7 @@ class SoftTernaryVec:
             self, hard)
 
     def harden(self, threshold: int = 1, *, backend: str | None = None) -> TernaryVec:
-        """sign(s) where |s| >= threshold else 0."""
+        """``sign(s)`` where ``|s| >= threshold``, else 0."""
         from .api import _pick
 
         return _pick(backend, "harden", self.sign.size * self.bits, self.sign).soft_harden(
