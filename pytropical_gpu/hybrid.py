@@ -33,14 +33,14 @@ _default_lock = threading.Lock()
 class HybridContext(Router):
     """Routes operations to cpu or a GPU backend by problem size.
 
+    Methods are the module functions (``ctx.matmul``, ``ctx.bundle``, ...) with one signature.
+
     Parameters
     ----------
     backend : "auto" | "cpu" | "wgpu" | "cuda"
         "auto" routes by size; a name pins every call to that backend.
     cpu_threshold : int, optional
         One crossover (work items) for every operation; default: per-operation table.
-
-    Methods are the module functions (``ctx.matmul``, ``ctx.bundle``, ...) with one signature.
 
     Raises
     ------

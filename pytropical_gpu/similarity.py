@@ -124,6 +124,6 @@ def search(query: TernaryVec, memory: TernaryVec, k: int = 1, *,
                                  memory, k)
 
 
-#: torchhd's names.
+# torchhd's names (a plain comment: a '#:' one would replace the docstring in the API reference)
 dot_similarity = dot
 cosine_similarity = cosine

@@ -166,7 +166,7 @@ def bundle(vs: TernaryVec, threshold: int = 1, *, split_every: int | None = None
 
     A per-chunk ``bundle`` then a bundle of the results would threshold twice; instead each chunk
     gives its exact per-element sums Σ v (int32 counts), dask sums them across chunks (a tree
-    reduction), and the threshold is applied once: sign(s) where |s| >= threshold, else 0 — equal to
+    reduction), and the threshold is applied once: ``sign(s)`` where ``|s| >= threshold``, else 0 — equal to
     one :func:`pytropical_gpu.bundle` call. Other axes (batch, words) keep their chunks.
 
     Returns a TernaryVec with dask planes of shape ``batch_shape[1:] + (words,)``.

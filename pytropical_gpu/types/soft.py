@@ -100,6 +100,6 @@ class SoftTernaryVec:
         return VERBS["accumulate"](self, hard, backend=backend)
 
     def harden(self, threshold: int = 1, *, backend: str | None = None) -> TernaryVec:
-        """sign(s) where |s| >= threshold else 0. Same as ``pytropical_gpu.harden(self, threshold,
+        """``sign(s)`` where ``|s| >= threshold``, else 0. Same as ``pytropical_gpu.harden(self, threshold,
         backend=backend)`` (a thin delegation)."""
         return VERBS["harden"](self, threshold, backend=backend)

@@ -101,7 +101,7 @@ class TernaryVec:
 
     @property
     def shape(self) -> tuple[int, ...]:
-        """Trit-array shape: ``batch_shape + (dim,)``."""
+        """The trit-array shape, ``batch_shape + (dim,)``."""
         return self.batch_shape + (self.dim,)
 
     def __len__(self) -> int:
