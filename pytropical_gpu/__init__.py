@@ -5,6 +5,7 @@
 array([[6]], dtype=int32)
 """
 
+from . import calibration as _calibration
 from .api import andor_matmul, default_context, matmul, pack_cols, pack_rows
 from .backends import available_backends, get_backend
 from .errors import BackendUnavailableError, SubnormalFlushError
@@ -16,6 +17,8 @@ from .vsa import accumulate, bind, bundle, harden, multiset, permute, unbind
 
 # soft.accumulate / soft.harden delegate to the verbs (the types never import upward)
 soft.VERBS.update(accumulate=accumulate, harden=harden)
+# ctx.calibrate() runs the calibration module, which times the context's verbs (it sits above them)
+HybridContext._calibrate = staticmethod(_calibration.calibrate)
 
 __version__ = "0.1.0"  # the one version source: pyproject.toml reads it (hatch dynamic version)
 

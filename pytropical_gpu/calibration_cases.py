@@ -16,7 +16,7 @@ _ROWS = tuple(4 ** j for j in range(0, 11))      # search memory rows: 1 .. 2^20
 
 
 def _tv(rng: np.random.Generator, words: int, rows: int | None = None) -> Any:
-    from .vsa import TernaryVec
+    from .types import TernaryVec
 
     shape = (words,) if rows is None else (rows, words)
     pos = rng.integers(0, 1 << 32, shape, dtype=np.uint32)
@@ -25,7 +25,7 @@ def _tv(rng: np.random.Generator, words: int, rows: int | None = None) -> Any:
 
 
 def _soft(rng: np.random.Generator, words: int) -> tuple[Any, Any]:
-    from .vsa import SoftTernaryVec
+    from .types import SoftTernaryVec
 
     soft = SoftTernaryVec(32 * words, bits=3)
     h = _tv(rng, words)
@@ -34,8 +34,11 @@ def _soft(rng: np.random.Generator, words: int) -> tuple[Any, Any]:
 
 
 def build(op: str, p: int, rng: np.random.Generator) -> tuple[Callable[[str], Any], int]:
-    """(call(backend), size in route units) for ``op`` at sweep step ``p``."""
-    import pytropical_gpu as tg
+    """(call(backend), size in route units) for ``op`` at sweep step ``p``: the default context's
+    own verbs, so a call costs what a user's call costs (the same routing, checks and transfers)."""
+    from .hybrid import default_context
+
+    tg = default_context()
 
     if op in ("matmul", "matmul_int"):
         if op == "matmul":  # float32 min_plus: shortest paths

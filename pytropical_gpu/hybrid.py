@@ -8,16 +8,10 @@ does there is :mod:`pytropical_gpu.ops`. :func:`default_context` is the one the 
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import threading
-import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from .backends import get_backend
 from .ops._checks import bundle_operands, recheck_handle
@@ -82,38 +76,21 @@ class HybridContext(Router):
         return get_backend("cpu").to_host(x)  # the same for every backend: Backend.to_host
 
     # ------------------------------------------------------------------ calibration
-    def calibrate(self, repeats: int = 3, cache: bool = True) -> dict[str, int]:
-        """Measure the cpu/GPU crossover for matmul and the VSA ops; sets and returns thresholds."""
-        gpu = self.gpu
-        if gpu is None:
-            log.info("calibrate: no hardware GPU backend, everything stays on cpu")
-            return dict(self.thresholds)
-        cpu, dev = get_backend("cpu"), get_backend(gpu)
-        rng = np.random.default_rng(0)
+    #: :func:`pytropical_gpu.calibration.calibrate`, set by the package ``__init__``: calibration sits
+    #: above the context (it times the context's own verbs), so the context does not import it.
+    _calibrate = None
 
-        def best(f):
-            f()
-            ts = []
-            for _ in range(repeats):
-                t = time.perf_counter()
-                f()
-                ts.append(time.perf_counter() - t)
-            return min(ts)
+    def calibrate(self, repeats: int = 3, cache: bool = True, *, progress: bool = True) -> dict[str, int]:
+        """Measure every operation on every usable backend (transfers included) and route by it.
 
-        for s in (32, 64, 128, 256, 512, 1024):
-            a = rng.random((s, s), dtype=np.float32)
-            if best(lambda be=dev, a=a: be.matmul(a, a, "min_plus")) < best(
-                    lambda be=cpu, a=a: be.matmul(a, a, "min_plus")):
-                self.thresholds["matmul"] = s ** 3
-                break
-        for w in (1 << 10, 1 << 13, 1 << 16, 1 << 19):
-            v = TernaryVec.random(32 * w, seed=1)
-            if best(lambda be=dev, v=v: be.bind(v, v)) < best(lambda be=cpu, v=v: be.bind(v, v)):
-                for op in ("bind", "bundle", "dot", "search", "permute", "accumulate", "harden"):
-                    self.thresholds[op] = w
-                break
-        if cache:
-            _save_cache(gpu, self.thresholds)
+        Runs :func:`pytropical_gpu.calibration.calibrate`, sets this context's thresholds from the
+        crossovers and (``cache=True``) saves them in the user cache dir, where the next context on
+        this machine loads them. Returns the thresholds (work items per operation).
+        """
+        if HybridContext._calibrate is None:  # pragma: no cover - the package __init__ sets it
+            raise RuntimeError("calibrate: import pytropical_gpu (its __init__ wires calibration in)")
+        t = HybridContext._calibrate(repeats=repeats, progress=progress, save=cache)
+        self._apply(t)
         return dict(self.thresholds)
 
     # ------------------------------------------------------------------ operations
@@ -211,26 +188,6 @@ def module_backend(op: str, *operands: Any, backend: str | None = None, semiring
     the default context's routing."""
     return default_context().backend_for(op, *operands, backend=requested(backend),
                                          semiring=semiring)
-
-
-def _cache_path() -> Path:
-    try:
-        import platformdirs
-
-        return Path(platformdirs.user_cache_dir("pytropical_gpu")) / "calibration.json"
-    except ImportError:
-        return Path(os.path.expanduser("~/.cache/pytropical_gpu/calibration.json"))
-
-
-def _save_cache(gpu: str, thresholds: dict[str, int]) -> None:
-    p = _cache_path()
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        data = json.loads(p.read_text()) if p.exists() else {}
-        data[gpu] = thresholds
-        p.write_text(json.dumps(data, indent=1))
-    except OSError as e:  # a read-only home must not break calibration
-        log.warning("calibrate: cannot write %s (%s)", p, e)
 
 
 __all__ = ["DEFAULT_THRESHOLDS", "OP_ALIASES", "HybridContext", "default_context", "module_backend"]

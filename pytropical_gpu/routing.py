@@ -100,6 +100,24 @@ class Router:
                         integral_float=True)
             self.thresholds = {k: t for k in self.thresholds}
         self._gpu: str | None | bool = False  # False: not looked up yet
+        self._saved = cpu_threshold is not None  # an explicit threshold wins over a calibration
+
+    def _apply(self, t: Any) -> None:
+        """Route by a :class:`~pytropical_gpu.thresholds.Thresholds` (calibrated crossovers)."""
+        self.thresholds.update({k: int(v) for k, v in t.as_dict().items() if k in self.thresholds})
+        self._saved = True
+
+    def _load_saved(self) -> None:
+        """Once, when "auto" first routes to a GPU: the thresholds ``calibrate()`` saved on this
+        machine (same devices, same library version), else the defaults stay."""
+        if self._saved:
+            return
+        self._saved = True
+        from .thresholds import load_thresholds
+
+        t = load_thresholds(usable_backends())
+        if t is not None:
+            self._apply(t)
 
     @property
     def gpu(self) -> str | None:
@@ -118,9 +136,10 @@ class Router:
         if self.backend != "auto":
             return self.backend
         gpu = self.gpu
-        if gpu is None or size < self.thresholds.get(op, DEFAULT_THRESHOLDS[op]):
+        if gpu is None:
             return "cpu"
-        return gpu
+        self._load_saved()
+        return "cpu" if size < self.thresholds.get(op, DEFAULT_THRESHOLDS[op]) else gpu
 
     def backend_for(self, op: str, *operands: Any, backend: str | None = None,
                     semiring: Any = None) -> Backend:

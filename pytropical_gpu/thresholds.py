@@ -20,6 +20,7 @@ import logging
 import os
 import platform
 import sys
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -164,11 +165,20 @@ def describe_backend(name: str) -> dict[str, Any]:
     return out
 
 
+def library_version() -> str:
+    """The installed pytropical_gpu version (from its metadata: thresholds sits below the package
+    ``__init__`` and does not import it)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("pytropical_gpu")
+    except metadata.PackageNotFoundError:  # a checkout on sys.path, never installed
+        return "unknown"
+
+
 def fingerprint(devices: dict[str, dict[str, Any]]) -> str:
     """A short stable key for (library version, machine, the measured backends' devices)."""
-    from . import __version__
-
-    facts = {"version": __version__, "format": FORMAT, "machine": platform.machine(),
+    facts = {"version": library_version(), "format": FORMAT, "machine": platform.machine(),
              "cpus": os.cpu_count(), "devices": devices}
     return hashlib.sha256(json.dumps(facts, sort_keys=True, default=str).encode()).hexdigest()[:20]
 
@@ -225,14 +235,14 @@ def save_thresholds(t: Thresholds) -> Path | None:
     return path
 
 
-def load_thresholds(backends: Any = None) -> Thresholds | None:
+def load_thresholds(backends: Sequence[str]) -> Thresholds | None:
     """The thresholds calibrated on this machine, or None (never run here, stale, or unreadable).
 
     Parameters
     ----------
-    backends : list of str, optional
-        The backends the calibration measured (default: those ``calibrate()`` measures by default:
-        cpu, cuda if usable, a hardware wgpu adapter).
+    backends : list of str
+        The backends the calibration measured (what ``calibrate()`` measures by default is
+        :func:`pytropical_gpu.routing.usable_backends`: cpu, cuda if usable, a hardware wgpu adapter).
 
     Returns
     -------
@@ -245,12 +255,10 @@ def load_thresholds(backends: Any = None) -> Thresholds | None:
 
     Examples
     --------
-    >>> load_thresholds() is None or isinstance(load_thresholds(), Thresholds)
+    >>> load_thresholds(["cpu"]) is None or isinstance(load_thresholds(["cpu"]), Thresholds)
     True
     """
-    from .routing import usable_backends
-
-    names = usable_backends() if backends is None else list(backends)
+    names = list(backends)
     try:
         key = fingerprint({b: describe_backend(b) for b in names})
     except Exception as e:  # a backend that no longer opens: what was measured is stale

@@ -217,10 +217,10 @@ def test_unavailable_backend_raises():
 def test_fingerprint_mismatch_is_ignored(monkeypatch):
     calibrate(["cpu"], ["dot"], progress=False, max_steps=1, repeats=1)
     assert load_thresholds(["cpu"]) is not None
-    version = tg.__version__
-    monkeypatch.setattr(tg, "__version__", "999.0")  # a new release
+    version = thresholds.library_version
+    monkeypatch.setattr(thresholds, "library_version", lambda: "999.0")  # a new release
     assert load_thresholds(["cpu"]) is None
-    monkeypatch.setattr(tg, "__version__", version)
+    monkeypatch.setattr(thresholds, "library_version", version)
     assert load_thresholds(["cpu"]) is not None
     real = thresholds.describe_backend
     monkeypatch.setattr(thresholds, "describe_backend",
@@ -318,3 +318,27 @@ def test_progress_uses_tqdm_when_installed(capsys, monkeypatch):
     assert (bar.total, bar.n, bar.closed) == (3, 3, True)
     assert any(n.startswith("pack on cpu") for n in bar.notes)
     assert capsys.readouterr().err == ""  # tqdm draws; no plain lines besides it
+
+
+def test_the_next_context_routes_by_the_saved_calibration(cache, monkeypatch):
+    """calibrate() saves; a new context on the same machine loads it the first time "auto" routes
+    to a GPU (the GPU is faked so this runs on a machine without one), and an explicit
+    cpu_threshold still wins."""
+    from pytropical_gpu import HybridContext, routing, thresholds
+
+    monkeypatch.setattr(routing, "usable_backends", lambda include_software=False: ["cpu"])
+    t = calibrate(["cpu"], ["bind"], progress=False, max_steps=2, repeats=1)
+    assert t.crossover["bind"] == NEVER
+    ctx = HybridContext()
+    monkeypatch.setattr(ctx, "_gpu", "cuda")  # pretend "auto" has a GPU to route to
+    big = 10 * DEFAULTS["bind"]
+    assert ctx.route("bind", big) == "cpu"  # the measured crossover: the GPU never won bind
+    assert ctx.thresholds["bind"] == NEVER
+    assert ctx.route("matmul", 10 * DEFAULTS["matmul"]) == "cuda"  # not measured: the default
+    pinned = HybridContext(cpu_threshold=5)
+    monkeypatch.setattr(pinned, "_gpu", "cuda")
+    assert pinned.route("bind", big) == "cuda"
+    monkeypatch.setattr(thresholds, "cache_dir", lambda: cache.parent / "elsewhere")
+    fresh = HybridContext()
+    monkeypatch.setattr(fresh, "_gpu", "cuda")
+    assert fresh.route("bind", big) == "cuda"  # nothing saved there: the defaults
