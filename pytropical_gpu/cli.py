@@ -2,7 +2,8 @@
 
 ``info`` renders :func:`pytropical_gpu.diagnostics.info_dict` as text, or prints it as JSON with
 ``--json``. ``bench`` runs the benchmark suites shipped in the package (:mod:`pytropical_gpu.bench`):
-``cpu`` always, ``wgpu`` on a hardware adapter (or when asked for) and ``cuda`` when available.
+``cpu`` always, ``wgpu`` on a hardware adapter (or when asked for) and ``cuda`` when available;
+``bench --plot FILE`` instead draws a calibration (:mod:`pytropical_gpu.plot`).
 
 Only this module prints; the library logs through ``logging.getLogger("pytropical_gpu")``.
 """
@@ -145,10 +146,66 @@ def _run_suite(name: str, quick: bool, rows: list) -> int:
     return status
 
 
+def _plot_fail(what: str, e: BaseException) -> int:
+    print(f"pytropical_gpu bench --plot: {what}: {_first_line(e, 300)}", file=sys.stderr)
+    return 1
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    """``bench --plot FILE``: calibrate (or read ``--from-json``) and draw time against size."""
+    from . import plot
+
+    try:  # every check that needs no measurement, before a calibration of minutes
+        out = plot.check_path(args.plot)
+        bad = _json_path_problem(args.plot) or (args.json and _json_path_problem(args.json))
+        if bad:
+            raise ValueError(f"cannot write there: {bad}")
+        if args.json and args.from_json:
+            raise ValueError("--json saves a new calibration; with --from-json none is made")
+        plot.require_matplotlib()
+    except (ImportError, ValueError) as e:
+        return _plot_fail("cannot plot", e)
+    if args.from_json:
+        try:
+            t = plot.read_calibration(args.from_json)
+        except (OSError, ValueError) as e:
+            return _plot_fail(f"cannot read --from-json {args.from_json}", e)
+    else:
+        from .calibration import calibrate
+        from .routing import usable_backends
+
+        names = [args.backend] if args.backend else usable_backends()
+        if names == ["cpu"]:
+            print("[bench] no GPU backend usable here: measuring cpu alone (every operation stays "
+                  "on cpu; pass --backend wgpu to measure a software adapter)", file=sys.stderr)
+        t0 = time.perf_counter()
+        try:
+            t = calibrate(names, **({"max_steps": 4, "repeats": 1} if args.quick else {}))
+        except Exception as e:  # noqa: BLE001 - a backend that cannot run: one line, no traceback
+            return _plot_fail("calibration failed", e)
+        if args.json:
+            try:
+                took = {"seconds": time.perf_counter() - t0}  # calibrate_report.py's layout
+                Path(args.json).write_text(json.dumps({**took, **t.to_json()}, indent=1), encoding="utf-8")
+            except OSError as e:
+                return _plot_fail(f"cannot write --json {args.json}", e)
+            print(f"wrote {args.json}")
+    try:
+        print(f"wrote {plot.plot_thresholds(t, out)}")
+    except (OSError, ValueError) as e:
+        return _plot_fail(f"cannot plot to {args.plot}", e)
+    return 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from .backends import BACKENDS, probe
     from .bench import harness
 
+    if args.plot:
+        return cmd_plot(args)
+    if args.from_json:
+        print("pytropical_gpu bench: --from-json needs --plot FILE", file=sys.stderr)
+        return 2
     bad = _json_path_problem(args.json) if args.json else None
     if bad:
         print(f"pytropical_gpu bench: cannot write --json {args.json}: {bad}", file=sys.stderr)
@@ -192,7 +249,12 @@ def build_parser() -> argparse.ArgumentParser:
     pb.add_argument("--backend", choices=("cpu", "wgpu", "cuda"),
                     help="only this backend (default: every available one)")
     pb.add_argument("--quick", action="store_true", help="small sizes, few repeats")
-    pb.add_argument("--json", metavar="PATH", help="also write the rows as JSON to PATH")
+    pb.add_argument("--json", metavar="PATH", help="also write the rows (with --plot: the calibration) "
+                    "as JSON to PATH")
+    pb.add_argument("--plot", metavar="FILE", help="instead of the suites, run calibrate() and draw time "
+                    "against size per backend, crossover marked, to FILE (.png or .svg; extra 'plot')")
+    pb.add_argument("--from-json", metavar="CALIBRATION", help="with --plot: draw this saved "
+                    "calibration (benchmarks/calibrate_report.py --json, or the thresholds cache file)")
     pb.set_defaults(func=cmd_bench)
     return p
 
