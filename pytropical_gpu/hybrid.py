@@ -142,7 +142,7 @@ class HybridContext(Router):
         return self.backend_for("dot", a, b, backend=backend).dot(a, b)
 
     def cosine(self, a: TernaryVec, b: TernaryVec, *, backend: str | None = None) -> Any:
-        return self.backend_for("dot", a, b, backend=backend).cosine(a, b)
+        return self.backend_for("cosine", a, b, backend=backend).cosine(a, b)
 
     def search(self, query: TernaryVec, memory: TernaryVec, k: int = 1, *,
                backend: str | None = None) -> tuple[Any, Any]:

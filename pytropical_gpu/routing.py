@@ -21,22 +21,19 @@ from . import _arrays
 from ._checks import int_arg
 from .backends import BACKENDS, Backend, get_backend, probe
 from .ops import gemm_shapes
+from .thresholds import DEFAULTS, INT_DTYPES, load_thresholds
 from .types import TernaryVec
 
 log = logging.getLogger("pytropical_gpu")
 
 #: the environment variable that pins module-level calls to one backend
 ENV = "PYTROPICAL_BACKEND"
-#: Default crossovers (work items: m*n*k for GEMM, words for VSA); calibrate() measures real ones.
-DEFAULT_THRESHOLDS: dict[str, int] = {
-    "matmul": 1 << 21, "andor_matmul": 1 << 24, "bind": 1 << 20, "bundle": 1 << 20,
-    "dot": 1 << 20, "search": 1 << 20, "permute": 1 << 20, "accumulate": 1 << 20,
-    "harden": 1 << 20, "pack": 1 << 22,
-}
+#: Default crossovers (work items: m*n*k for GEMM, words for VSA): the one table, kept with the
+#: calibration that replaces it (integer matmuls route by ``matmul_int``).
+DEFAULT_THRESHOLDS: dict[str, int] = DEFAULTS
 #: other names ``route`` accepts for an operation (the public verbs that share a threshold)
-OP_ALIASES: dict[str, str] = {"unbind": "bind", "cosine": "dot", "dot_similarity": "dot",
-                              "cosine_similarity": "dot", "multiset": "bundle", "pack_rows": "pack",
-                              "pack_cols": "pack"}
+OP_ALIASES: dict[str, str] = {"unbind": "bind", "dot_similarity": "dot", "cosine_similarity": "cosine",
+                              "multiset": "bundle", "pack_rows": "pack", "pack_cols": "pack"}
 
 
 _is_cupy = _arrays.is_cupy
@@ -113,8 +110,6 @@ class Router:
         if self._saved:
             return
         self._saved = True
-        from .thresholds import load_thresholds
-
         t = load_thresholds(usable_backends())
         if t is not None:
             self._apply(t)
@@ -147,7 +142,10 @@ class Router:
         if backend is not None:
             return get_backend(backend)
         size, arrays = _measure(op, operands)
-        be = self._pick(OP_ALIASES.get(op, op), size, *arrays)
+        key = OP_ALIASES.get(op, op)
+        if op == "matmul" and gemm_shapes.dtype_name(operands[0]) in INT_DTYPES:
+            key = "matmul_int"  # calibrated on its own (int32 max_plus: DPX on Hopper)
+        be = self._pick(key, size, *arrays)
         if op == "matmul" and self.backend == "auto":
             a, b, c = (tuple(operands) + (None,))[:3]
             be = self._exact(be, semiring, {"a": a, "b": b, "c": c})

@@ -80,7 +80,7 @@ def cosine(a: TernaryVec, b: TernaryVec, *, backend: BackendArg = None) -> Any:
     >>> cosine_similarity(a, b, backend="cpu")
     0.5
     """
-    return module_backend("dot", a, b, backend=backend).cosine(a, b)
+    return module_backend("cosine", a, b, backend=backend).cosine(a, b)
 
 
 def search(query: TernaryVec, memory: TernaryVec, k: int = 1, *,

@@ -40,7 +40,7 @@ DEFAULTS: dict[str, int] = {
     "search": 1 << 20, "accumulate": 1 << 20, "harden": 1 << 20,
 }
 #: integer matmuls route by ``matmul_int`` (measured on int32 max_plus), floats by ``matmul``
-_INT_DTYPES = ("int32", "int64", "uint32", "uint64")
+INT_DTYPES = ("int32", "int64", "uint32", "uint64")
 
 
 @dataclass
@@ -89,7 +89,7 @@ class Thresholds:
     @staticmethod
     def key(op: str, dtype: Any = None) -> str:
         """The table key for ``op``: integer-dtype matmuls use ``matmul_int``."""
-        if op == "matmul" and dtype is not None and _dtype_name(dtype) in _INT_DTYPES:
+        if op == "matmul" and dtype is not None and _dtype_name(dtype) in INT_DTYPES:
             return "matmul_int"
         if op not in DEFAULTS:
             raise ValueError(f"Thresholds: unknown op {op!r}; known: {', '.join(DEFAULTS)}")
