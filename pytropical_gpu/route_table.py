@@ -10,8 +10,9 @@ wins, except that a backend earlier in :data:`PREFERENCE` (cpu, cuda, wgpu) keep
 is within :data:`TIE` of the fastest: cpu needs no transfer and no GPU memory, cuda is exact where a
 flushing wgpu adapter must scan float operands first, and without a margin a near tie flips on
 noise. A backend that left the sweep (over budget) is extrapolated linearly from its last size.
-Where the winner changes between two measured sizes, the boundary is where the two backends'
-log-log curves cross. Software adapters are never in a table: "auto" never picks them (SPEC).
+Where the winner changes between two measured sizes, the boundary is where, on the two backends'
+log-log interpolated curves, the new winner gets ahead by the tie margin. Software adapters are
+never in a table: "auto" never picks them (SPEC).
 
 Before any calibration, :func:`defaults` gives a cpu/GPU crossover per operation for the GPU
 "auto" has: the H200 calibration (``benchmarks/results/calibrate_h200.json``), each GPU against
@@ -102,15 +103,17 @@ def winners(per: Mapping[str, Sequence[Sequence[float]]],
 
 
 def _boundary(curves: dict, s0: int, s1: int, a: str, b: str) -> int:
-    """Where ``b`` takes over from ``a`` between sizes s0 < s1: their log-log crossing, else the
-    geometric midpoint (a near tie decided by preference), always in (s0, s1]."""
+    """Where ``b`` takes over from ``a`` between sizes s0 < s1, always in (s0, s1]: on the log-log
+    interpolated curves, where ``a``'s time over ``b``'s passes the tie margin (1 + TIE when ``a``
+    is preferred, 1 / (1 + TIE) when ``b`` is); the geometric midpoint when that is unknown."""
     ta0, ta1 = _time_at(curves[a], s0), _time_at(curves[a], s1)
     tb0, tb1 = _time_at(curves[b], s0), _time_at(curves[b], s1)
     x = 0.5 * (math.log(max(s0, 1)) + math.log(s1))
-    if None not in (ta0, ta1, tb0, tb1) and s0 > 0:
-        r0, r1 = math.log(tb0 / ta0), math.log(max(tb1, 1e-12) / ta1)
-        if r0 > 0 >= r1 and r0 != r1:
-            x = math.log(s0) + (math.log(s1) - math.log(s0)) * r0 / (r0 - r1)
+    if None not in (ta0, ta1, tb0, tb1) and s0 > 0 and min(ta0, ta1, tb0, tb1) > 0:
+        m = math.log(1 + TIE) * (1 if _rank(a) < _rank(b) else -1)
+        g0, g1 = math.log(ta0 / tb0) - m, math.log(ta1 / tb1) - m
+        if g0 <= 0 < g1:
+            x = math.log(s0) + (math.log(s1) - math.log(s0)) * -g0 / (g1 - g0)
     return min(s1, max(s0 + 1, math.ceil(math.exp(x))))
 
 
