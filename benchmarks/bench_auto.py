@@ -154,7 +154,8 @@ class _Bench:
         return row
 
 
-def run(ops: list[str], budget: float, repeats: int, cell_s: float, progress: bool) -> dict:
+def run(ops: list[str], budget: float, repeats: int, cell_s: float, progress: bool,
+        max_s: float = float("inf")) -> dict:
     here = usable_backends(include_software=True)  # everything that runs here
     eligible = usable_backends()  # what auto may route to
     t0 = time.perf_counter()
@@ -162,11 +163,14 @@ def run(ops: list[str], budget: float, repeats: int, cell_s: float, progress: bo
     cal_s = time.perf_counter() - t0
     bench = _Bench(here, eligible, cal, repeats, cell_s)
     ctx_cal, ctx_def = bench.ctx["auto"], bench.ctx["auto_defaults"]
-    rows = []
+    rows, left = [], []
     for op in ops:
         last: dict[str, tuple[int, float]] = {}
         for p in sorted(set(cases.steps(op)) | set(EXTRA.get(op, ()))):
             size = cases.build_size(op, p)
+            if time.perf_counter() - t0 > max_s:  # out of time: say what was not measured
+                left.append(f"{op} size {size}")
+                continue
             pred = {b: last[b][1] * size / last[b][0] for b in last}
             run_here = [b for b in here if pred.get(b, 0.0) <= budget]
             if not run_here:
@@ -185,7 +189,8 @@ def run(ops: list[str], budget: float, repeats: int, cell_s: float, progress: bo
     devices = {b: describe_backend(b) for b in here}
     return {"device": ", ".join(f"{b}: {d.get('device')}{' (software)' if d['software'] else ''}"
                                 for b, d in devices.items()),
-            "devices": devices, "eligible": eligible, "limit": LIMIT, "budget_s": budget,
+            "devices": devices, "eligible": eligible, "not_measured": left, "limit": LIMIT,
+            "budget_s": budget,
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "git_commit": git_commit(), "calibrate_s": cal_s, "calibration": cal.to_json(),
             "routes": {"auto": {op: rt.describe(s) for op, s in ctx_cal._routes().items()}
@@ -221,10 +226,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget", type=float, default=0.5, help="skip calls predicted longer (s)")
     p.add_argument("--repeats", type=int, default=15, help="timed rounds per size (at most)")
     p.add_argument("--cell", type=float, default=0.5, help="stop rounds after 3 past this (s)")
+    p.add_argument("--max-seconds", type=float, default=float("inf"),
+                   help="start no new size after this long (the JSON lists what was left)")
     p.add_argument("--quiet", action="store_true")
     a = p.parse_args(argv)
     t0 = time.perf_counter()
-    doc = run(a.ops, a.budget, a.repeats, a.cell, not a.quiet)
+    doc = run(a.ops, a.budget, a.repeats, a.cell, not a.quiet, a.max_seconds)
     doc["seconds"] = time.perf_counter() - t0
     print(table(doc))
     flagged = [r for r in doc["rows"] if r["flag"]]
@@ -232,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(doc['rows'])} rows in {doc['seconds']:.0f} s (calibrate {doc['calibrate_s']:.1f} s);"
           f" {len(flagged)} with auto > {LIMIT:.2f}x the fastest eligible backend; "
           f"{len(bad)} with results that disagree")
+    if doc["not_measured"]:
+        print(f"out of time (--max-seconds): {len(doc['not_measured'])} sizes not measured")
     for r in flagged:
         print(f"  FLAG {r['op']} size {r['size']}: auto {r['ratio_auto']} defaults "
               f"{r['ratio_auto_defaults']} (routes {r['routes']}, best {r['fastest_eligible']})")

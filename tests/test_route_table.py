@@ -227,3 +227,18 @@ def test_sweep_keeps_both_gpus_and_refines_the_crossovers(monkeypatch):
     for s in np.geomspace(32, 3e7, 200).astype(int):
         best = min(f(s) for f in model.values())
         assert model[rt.lookup(seg, int(s))](s) <= 1.10 * best, (s, seg)
+
+
+def test_bench_auto_runs_and_checks(tmp_path):
+    """benchmarks/bench_auto.py end to end on one op with a tiny budget: rows with the ratios, every
+    backend's result agreeing, and the JSON written."""
+    from benchmarks import bench_auto
+
+    out = tmp_path / "auto.json"
+    assert bench_auto.main(["--ops", "dot", "--budget", "0.002", "--repeats", "3", "--cell", "0",
+                            "--json", str(out), "--quiet"]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["eligible"][0] == "cpu" and doc["rows"] and all(r["agree"] for r in doc["rows"])
+    for r in doc["rows"]:
+        assert r["fastest_eligible"] in doc["eligible"] and r["ratio_auto"] > 0
+        assert r["routes"]["auto"] in doc["eligible"]
