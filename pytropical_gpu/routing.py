@@ -21,10 +21,10 @@ import numpy as np
 from . import _arrays
 from . import route_table as rt
 from ._checks import int_arg
+from ._route_measure import _is_int, _lives, _measure, _plain
 from .backends import BACKENDS, Backend, get_backend, probe
 from .ops import gemm_shapes
-from .thresholds import DEFAULTS, INT_DTYPES, load_thresholds
-from .types import TernaryVec
+from .thresholds import DEFAULTS, load_thresholds
 
 log = logging.getLogger("pytropical_gpu")
 
@@ -178,11 +178,17 @@ class Router:
             return get_backend(backend)
         if self.backend != "auto":
             return get_backend(self.backend)
-        size, arrays = _measure(op, operands)
         key = OP_ALIASES.get(op, op)
         if op == "matmul" and _is_int(operands[0]):
             key = "matmul_int"  # calibrated on its own (int32 max_plus: DPX on Hopper)
-        be = self._pick(key, size, *arrays)
+        seg = None if self._table is None else self._table[key]
+        if (self.gpu is None or (seg is not None and len(seg[1]) == 1)) and _plain(operands):
+            # one backend for every size (no GPU, or a one-segment table) and nothing resident:
+            # no size needed (a pack of 256 bools takes 10 us on cpu; routing must not add 10%)
+            be = get_backend("cpu" if seg is None else seg[1][0])
+        else:
+            size, arrays = _measure(op, operands)
+            be = self._pick(key, size, *arrays)
         if op == "matmul" and be.name != "cpu":
             a, b, c = (tuple(operands) + (None,))[:3]
             be = self._exact(be, semiring, {"a": a, "b": b, "c": c})
@@ -233,61 +239,6 @@ class Router:
         if self.backend == "cpu":
             return None
         return self.gpu
-
-
-def _measure(op: str, operands: tuple) -> tuple[int, list]:
-    """(work items, the arrays that say where data lives) of a call."""
-    if op == "matmul":
-        a, b = operands[0], operands[1]
-        sa, sb = getattr(a, "shape", None), getattr(b, "shape", None)
-        if sa is not None and sb is not None and len(sa) == 2 == len(sb):  # the common case, fast
-            return sa[0] * sa[1] * sb[1], [a, b]
-        return gemm_shapes.work_size(a, b), [a, b]
-    if op == "andor_matmul":
-        a, b = operands
-        sa, sb = _shape2(a), _shape2(b)
-        return sa[0] * sb[1] * max(sa[1], 1) // 32, [getattr(a, "words", a), getattr(b, "words", b)]
-    if op in ("pack_rows", "pack_cols"):
-        return int(np.prod(getattr(operands[0], "shape", np.shape(operands[0])))), [operands[0]]
-    if op in ("accumulate", "harden"):
-        soft = operands[0]
-        sign = getattr(soft, "sign", None)
-        return (0 if sign is None else int(sign.size) * soft.bits), [sign]
-    size, planes = 0, []
-    for v in operands:
-        if isinstance(v, TernaryVec):
-            planes.append(v.pos)
-            size += v.pos.size
-    return int(size), planes
-
-
-#: numpy dtypes of the integer GEMM (routed by ``matmul_int``)
-_INT_NP = frozenset(np.dtype(n) for n in INT_DTYPES)
-
-
-def _is_int(x: Any) -> bool:
-    """Whether matmul operand ``x`` has an integer dtype (numpy, cupy, torch, resident, lists)."""
-    dt = getattr(x, "dtype", None)
-    if isinstance(dt, np.dtype):
-        return dt in _INT_NP
-    return gemm_shapes.dtype_name(x) in INT_DTYPES
-
-
-def _lives(arrays: list) -> str | None:
-    """"cuda" when an operand is a cupy array, else "wgpu" when one is a WgpuArray, else None."""
-    for x in arrays:
-        if type(x) is not np.ndarray and x is not None:
-            break
-    else:
-        return None  # the common case (numpy operands), decided without asking each operand
-    if [x for x in arrays if _arrays.is_cupy(x)]:
-        return "cuda"
-    return "wgpu" if [x for x in arrays if _arrays.is_wgpu(x)] else None
-
-
-def _shape2(x: Any) -> tuple[int, int]:
-    s = tuple(getattr(x, "shape", np.shape(x)))
-    return (s + (1, 1))[:2] if len(s) < 2 else s[-2:]  # type: ignore[return-value]
 
 
 __all__ = ["DEFAULT_THRESHOLDS", "ENV", "OP_ALIASES", "Router", "check_name", "for_chunk",
