@@ -1,16 +1,19 @@
-"""calibrate(): measure where each operation is faster on a GPU than on the CPU, on this machine.
+"""calibrate(): measure which backend is fastest for each operation and size, on this machine.
 
-Every operation runs on every usable backend over a size sweep (tiny to where the GPU clearly wins),
-timed as a user's call costs: numpy in, numpy out, wall clock with transfers included (best of
-``repeats`` after one warm-up call that compiles and allocates). A sweep stops growing on a
-backend once one call takes longer than ``budget_s``; an operation's sweep stops once the best GPU
-is at least twice as fast as cpu at two sizes in a row, or when cpu or every GPU ran over budget.
+Every operation runs on every usable backend over a size sweep (tiny to where one backend clearly
+wins), timed as a user's call costs: numpy in, numpy out, wall clock with transfers included (best
+of ``repeats`` after one warm-up call that compiles and allocates). A backend leaves an
+operation's sweep once one call takes longer than ``budget_s``, or once it has lost clearly (a GPU
+at most ``CLEAR_WIN`` of its time) at two sizes in a row: cpu at any size, a GPU only against
+another GPU whose call took at least ``SETTLED_S`` (past launch latency, where the order holds).
+The sweep ends when fewer than two backends are left. Then one size is added between each pair
+of neighbours where the fastest backend changes, so a crossover is interpolated over a factor 2.
 
-Routing rule: the crossover is the size from which the best GPU is at least as fast as cpu at
-every larger measured size (the crossing between the last losing and the first winning size is
-interpolated on the log-log curve), so a routed call is never slower than cpu by more than the
-measurement error; :data:`~pytropical_gpu.thresholds.NEVER` when no GPU got there. The raw
-timings are kept with the result (``Thresholds.timings``).
+Routing rule: the route table of :mod:`pytropical_gpu.route_table`, built from these timings when
+a context routes: at each measured size the fastest backend (near ties to cpu, then cuda), the
+boundaries where the two curves cross. ``Thresholds.crossover`` / ``gpu`` summarise it: the size
+where it first leaves cpu and for which GPU (:data:`~pytropical_gpu.thresholds.NEVER` / None when
+it never does). The raw timings are kept with the result (``Thresholds.timings``).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from . import calibration_cases as cases
+from . import route_table as rt
 from ._checks import int_arg
 from .routing import usable_backends
 from .thresholds import (
@@ -43,6 +47,9 @@ log = logging.getLogger("pytropical_gpu")
 OPS: tuple[str, ...] = tuple(DEFAULTS)
 #: "clearly wins": the best GPU at most this fraction of cpu's time, at two sizes in a row
 CLEAR_WIN = 0.5
+#: a GPU drops out against another GPU only where the winner's call took this long (past launch latency)
+SETTLED_S = 2e-3
+
 def _time(call: Callable[[], Any], repeats: int, budget_s: float) -> float:
     """Best of ``repeats`` wall-clock calls after one warm-up; stops early past ``budget_s``."""
     call()
@@ -81,13 +88,12 @@ def crossover(cpu: Sequence[Sequence[float]], gpu: Sequence[Sequence[float]]) ->
 
 
 def _derive(timings: dict[str, dict[str, list[list[float]]]], gpus: list[str]):
+    """Per op: where the route table (:func:`~pytropical_gpu.route_table.from_timings`) first
+    leaves cpu, and for which GPU; :data:`NEVER` / None when it never does."""
     cross: dict[str, int] = {}
     best: dict[str, str | None] = {}
     for op, per in timings.items():
-        cpu = per.get("cpu", [])
-        cands = [(crossover(cpu, per.get(g, [])), g) for g in gpus]
-        c, g = min(cands, default=(NEVER, None))
-        cross[op], best[op] = c, (g if c != NEVER else None)
+        cross[op], best[op] = rt.first_gpu(rt.from_timings(per, ["cpu", *gpus]))
     return cross, best
 
 
@@ -218,15 +224,15 @@ def calibrate(backends: Sequence[str] | None = None, ops: Sequence[str] | None =
 
 def _sweep(op: str, names: list[str], rng: np.random.Generator, repeats: int, budget_s: float,
            steps_cap: int | None, bar: _Progress, errors: list[str]) -> dict[str, list[list[float]]]:
-    """One operation's sweep: {backend: [[size, seconds], ...]} (see the module doc for the stops)."""
+    """One operation's sweep: {backend: [[size, seconds], ...]} (see the module doc for the stops),
+    then one size between each pair of neighbours where the route table changes backend."""
     out: dict[str, list[list[float]]] = {n: [] for n in names}
-    active, clear, last = list(names), 0, {}
-    for p in cases.steps(op)[:steps_cap]:
+    active, lost, last, done = list(names), dict.fromkeys(names, 0), {}, []
+
+    def measure(p: int, who: list[str]) -> dict[str, float]:
         call, size = cases.build(op, p, rng)
-        # a call predicted (linear in size) to take many budgets is not made: it would dominate
-        active = [n for n in active if n not in last or last[n][1] * size / last[n][0] <= 2 * budget_s]
         row = {}
-        for n in active:
+        for n in who:
             bar.note(f"{op} on {n}, size {size}")
             try:
                 row[n] = _time(lambda n=n, call=call: call(n), repeats, budget_s)
@@ -237,12 +243,51 @@ def _sweep(op: str, names: list[str], rng: np.random.Generator, repeats: int, bu
                 continue
             out[n].append([size, row[n]])
             last[n] = (max(size, 1), row[n])
+        done.append((p, size, row))
+        return row
+
+    for p in cases.steps(op)[:steps_cap]:
+        size = cases.build_size(op, p)
+        # a call predicted (linear in size) to take many budgets is not made: it would dominate
+        active = [n for n in active if n not in last or last[n][1] * size / last[n][0] <= 2 * budget_s]
+        row = measure(p, active)
         active = [n for n in active if n in row and row[n] <= budget_s]
-        g = [row[n] for n in row if n != "cpu"]
-        clear = clear + 1 if g and "cpu" in row and min(g) <= CLEAR_WIN * row["cpu"] else 0
-        if "cpu" not in active or clear >= 2 or (len(names) > 1 and active == ["cpu"]):
+        for n in list(active):  # a clear loss twice in a row is for good (see _clear_loss)
+            lost[n] = lost[n] + 1 if _clear_loss(n, row) else 0
+            if lost[n] >= 2:
+                active.remove(n)
+        if not active or (len(names) > 1 and len(active) < 2):
             break
+    _refine(op, done, measure, [n for n in names if n != "cpu"])
+    for n in out:
+        out[n].sort()
     return out
+
+
+def _clear_loss(n: str, row: dict[str, float]) -> bool:
+    """``n`` took at least 1/CLEAR_WIN times as long as some GPU at this size. cpu never comes back
+    from that (its time grows at least linearly with size); a GPU only when the winner's call was
+    long enough (SETTLED_S) for transfers and kernels, not launch latency, to decide the order."""
+    gpus = [t for g, t in row.items() if g not in ("cpu", n)]
+    if n not in row or not gpus or min(gpus) > CLEAR_WIN * row[n]:
+        return False
+    return n == "cpu" or min(gpus) >= SETTLED_S
+
+
+def _refine(op: str, done: list, measure: Callable, gpus: list[str]) -> None:
+    """One extra size between each pair of measured neighbours where the winner changes (the
+    geometric middle step), measuring the backends measured at both: the crossover interpolated
+    over a factor 2 instead of the sweep's factor 4-8."""
+    done.sort(key=lambda d: d[1])
+    for (p0, s0, r0), (p1, s1, r1) in list(zip(done, done[1:])):
+        common = [n for n in r0 if n in r1]
+        pm = round(math.sqrt(p0 * p1))
+        if len(common) < 2 or not p0 < pm < p1:
+            continue
+        w0 = rt.winners({n: [[s0, r0[n]]] for n in common}, ["cpu", *gpus])
+        w1 = rt.winners({n: [[s1, r1[n]]] for n in common}, ["cpu", *gpus])
+        if w0 and w1 and w0[0][1] != w1[0][1]:
+            measure(pm, common)
 
 
 __all__ = ["CLEAR_WIN", "OPS", "Thresholds", "calibrate", "crossover", "load_thresholds",

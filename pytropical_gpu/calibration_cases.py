@@ -33,12 +33,15 @@ def _soft(rng: np.random.Generator, words: int) -> tuple[Any, Any]:
     return soft, h
 
 
-def build(op: str, p: int, rng: np.random.Generator) -> tuple[Callable[[str], Any], int]:
-    """(call(backend), size in route units) for ``op`` at sweep step ``p``: the default context's
-    own verbs, so a call costs what a user's call costs (the same routing, checks and transfers)."""
+def build(op: str, p: int, rng: np.random.Generator,
+          ctx: Any = None) -> tuple[Callable[[str | None], Any], int]:
+    """(call(backend), size in route units) for ``op`` at sweep step ``p``: the verbs of ``ctx``
+    (default: the default context), so a call costs what a user's call costs (the same routing,
+    checks and transfers); ``call(None)`` lets the context route it."""
     from .hybrid import default_context
 
-    tg = default_context()
+    tg = default_context() if ctx is None else ctx
+    size = build_size(op, p)
 
     if op in ("matmul", "matmul_int"):
         if op == "matmul":  # float32 min_plus: shortest paths
@@ -47,30 +50,47 @@ def build(op: str, p: int, rng: np.random.Generator) -> tuple[Callable[[str], An
             a = rng.integers(-1000, 1000, (p, p), dtype=np.int32)
             b = rng.integers(-1000, 1000, (p, p), dtype=np.int32)
             sr = "max_plus"
-        return (lambda be: tg.matmul(a, b, sr, backend=be)), p ** 3
+        return (lambda be: tg.matmul(a, b, sr, backend=be)), size
     if op == "andor_matmul":
         x, y = rng.random((p, p)) < 0.1, rng.random((p, p)) < 0.1
-        return (lambda be: tg.andor_matmul(x, y, backend=be)), p * p * p // 32
+        return (lambda be: tg.andor_matmul(x, y, backend=be)), size
     if op == "pack":
         x = rng.random((p, p)) < 0.5
-        return (lambda be: tg.pack_rows(x, backend=be)), p * p
+        return (lambda be: tg.pack_rows(x, backend=be)), size
     if op == "search":
         mem, q = _tv(rng, 128, rows=p), _tv(rng, 128)
-        return (lambda be: tg.search(q, mem, 1, backend=be)), 128 * (p + 1)
+        return (lambda be: tg.search(q, mem, 1, backend=be)), size
     if op in ("accumulate", "harden"):
         soft, h = _soft(rng, p)
         if op == "accumulate":
-            return (lambda be: soft.accumulate(h, backend=be)), 3 * p
-        return (lambda be: soft.harden(1, backend=be)), 3 * p
+            return (lambda be: tg.accumulate(soft, h, backend=be)), size
+        return (lambda be: tg.harden(soft, 1, backend=be)), size
     if op == "bundle":
         vs = _tv(rng, p, rows=16)
-        return (lambda be: tg.bundle(vs, backend=be)), 16 * p
+        return (lambda be: tg.bundle(vs, backend=be)), size
     a = _tv(rng, p)
     if op == "permute":
-        return (lambda be: tg.permute(a, 5, backend=be)), p
+        return (lambda be: tg.permute(a, 5, backend=be)), size
     b = _tv(rng, p)
     fn = {"bind": tg.bind, "dot": tg.dot, "cosine": tg.cosine}[op]
-    return (lambda be: fn(a, b, backend=be)), 2 * p
+    return (lambda be: fn(a, b, backend=be)), size
+
+
+def build_size(op: str, p: int) -> int:
+    """The route-units size of :func:`build`'s call at step ``p`` (nothing is built)."""
+    if op in ("matmul", "matmul_int"):
+        return p ** 3
+    if op == "andor_matmul":
+        return p * p * p // 32
+    if op == "pack":
+        return p * p
+    if op == "search":
+        return 128 * (p + 1)
+    if op in ("accumulate", "harden"):
+        return 3 * p
+    if op == "bundle":
+        return 16 * p
+    return p if op == "permute" else 2 * p
 
 
 def steps(op: str) -> tuple[int, ...]:
@@ -81,4 +101,4 @@ def steps(op: str) -> tuple[int, ...]:
     return _ROWS if op == "search" else _WORDS
 
 
-__all__ = ["build", "steps"]
+__all__ = ["build", "build_size", "steps"]

@@ -13,16 +13,18 @@ from __future__ import annotations
 
 import logging
 import os
+from bisect import bisect_right
 from typing import Any
 
 import numpy as np
 
 from . import _arrays
+from . import route_table as rt
 from ._checks import int_arg
+from ._route_measure import _is_int, _lives, _measure, _plain
 from .backends import BACKENDS, Backend, get_backend, probe
 from .ops import gemm_shapes
-from .thresholds import DEFAULTS, INT_DTYPES, load_thresholds
-from .types import TernaryVec
+from .thresholds import DEFAULTS, load_thresholds
 
 log = logging.getLogger("pytropical_gpu")
 
@@ -80,9 +82,11 @@ def check_name(backend: str | None) -> str | None:
 
 
 class Router:
-    """The routing state of a context: a pinned backend or "auto", thresholds, the GPU "auto" uses.
+    """The routing state of a context: a pinned backend or "auto", a route table, the GPU "auto" uses.
 
-    :class:`~pytropical_gpu.hybrid.HybridContext` is a Router with the operations as methods.
+    :class:`~pytropical_gpu.hybrid.HybridContext` is a Router with the operations as methods. The
+    route table (:mod:`pytropical_gpu.route_table`) says per operation which backend runs each range
+    of sizes; ``thresholds`` (op -> where the table first leaves cpu) is its summary.
     """
 
     def __init__(self, backend: str = "auto", cpu_threshold: int | None = None):
@@ -91,21 +95,27 @@ class Router:
         if backend != "auto":
             get_backend(backend)  # raise now, with the reason, if it cannot run
         self.backend = backend
-        self.thresholds = dict(DEFAULT_THRESHOLDS)
+        self._fixed: int | None = None
         if cpu_threshold is not None:
-            t = int_arg(cpu_threshold, "HybridContext", "cpu_threshold (work items, or None)", lo=0,
-                        integral_float=True)
-            self.thresholds = {k: t for k in self.thresholds}
+            self._fixed = int_arg(cpu_threshold, "HybridContext", "cpu_threshold (work items, or None)",
+                                  lo=0, integral_float=True)
         self._gpu: str | None | bool = False  # False: not looked up yet
+        self._table: dict[str, rt.Segments] | None = None  # None: built on first use
+        self._calibration: Any = None
         self._saved = cpu_threshold is not None  # an explicit threshold wins over a calibration
 
     def _apply(self, t: Any) -> None:
-        """Route by a :class:`~pytropical_gpu.thresholds.Thresholds` (calibrated crossovers)."""
-        self.thresholds.update({k: int(v) for k, v in t.as_dict().items() if k in self.thresholds})
-        self._saved = True
+        """Route by a :class:`~pytropical_gpu.thresholds.Thresholds` (a calibration)."""
+        self._calibration, self._saved, self._table = t, True, None
+
+    def use_calibration(self, t: Any = None) -> None:
+        """Route by ``t`` (a :class:`~pytropical_gpu.thresholds.Thresholds`, e.g. what
+        ``calibrate(save=False)`` returned), or by the built-in defaults when None, never looking
+        in the cache. Benchmarks compare the two; an explicit ``cpu_threshold`` still wins."""
+        self._apply(t)
 
     def _load_saved(self) -> None:
-        """Once, when "auto" first routes to a GPU: the thresholds ``calibrate()`` saved on this
+        """Once, when "auto" first routes with a GPU: the calibration ``calibrate()`` saved on this
         machine (same devices, same library version), else the defaults stay."""
         if self._saved:
             return
@@ -113,6 +123,30 @@ class Router:
         t = load_thresholds(usable_backends())
         if t is not None:
             self._apply(t)
+
+    def _routes(self) -> dict[str, rt.Segments]:
+        """The route table, built once per calibration (the caller has checked there is a GPU)."""
+        table = self._table
+        if table is None:
+            self._load_saved()
+            gpu = self.gpu
+            if self._fixed is not None:
+                table = {op: rt.from_crossover(self._fixed, gpu) for op in DEFAULT_THRESHOLDS}
+            else:
+                table = rt.tables(self._calibration, gpu, usable_backends())
+            self._table = table
+        return table
+
+    @property
+    def thresholds(self) -> dict[str, int]:
+        """op -> the size from which "auto" first leaves cpu (:data:`~.thresholds.NEVER`: it never
+        does); with no GPU, the crossovers it would use."""
+        if self._fixed is not None:
+            return {op: self._fixed for op in DEFAULT_THRESHOLDS}
+        if self.gpu is None:
+            t = self._calibration
+            return rt.defaults(None) if t is None else t.as_dict()
+        return {op: rt.first_gpu(seg)[0] for op, seg in self._routes().items()}
 
     @property
     def gpu(self) -> str | None:
@@ -130,46 +164,71 @@ class Router:
         size = int_arg(size, "route", "size", lo=0)
         if self.backend != "auto":
             return self.backend
-        gpu = self.gpu
-        if gpu is None:
+        return self._route(op, size)
+
+    def _route(self, key: str, size: int) -> str:
+        if self.gpu is None:
             return "cpu"
-        self._load_saved()
-        return "cpu" if size < self.thresholds.get(op, DEFAULT_THRESHOLDS[op]) else gpu
+        return rt.lookup(self._routes()[key], size)
 
     def backend_for(self, op: str, *operands: Any, backend: str | None = None,
                     semiring: Any = None) -> Backend:
         """The backend that runs ``op`` on ``operands`` (as the verb received them)."""
         if backend is not None:
             return get_backend(backend)
-        size, arrays = _measure(op, operands)
+        if self.backend != "auto":
+            return get_backend(self.backend)
         key = OP_ALIASES.get(op, op)
-        if op == "matmul" and gemm_shapes.dtype_name(operands[0]) in INT_DTYPES:
+        if op == "matmul" and _is_int(operands[0]):
             key = "matmul_int"  # calibrated on its own (int32 max_plus: DPX on Hopper)
-        be = self._pick(key, size, *arrays)
-        if op == "matmul" and self.backend == "auto":
+        seg = None if self._table is None else self._table[key]
+        if (self.gpu is None or (seg is not None and len(seg[1]) == 1)) and _plain(operands):
+            # one backend for every size (no GPU, or a one-segment table) and nothing resident:
+            # no size needed (a pack of 256 bools takes 10 us on cpu; routing must not add 10%)
+            be = get_backend("cpu" if seg is None else seg[1][0])
+        else:
+            size, arrays = _measure(op, operands)
+            be = self._pick(key, size, *arrays)
+        if op == "matmul" and be.name != "cpu":
             a, b, c = (tuple(operands) + (None,))[:3]
             be = self._exact(be, semiring, {"a": a, "b": b, "c": c})
         return be
 
-    def _pick(self, op: str, size: int, *arrays: Any) -> Backend:
-        """By residency ("auto": run where cupy / wgpu operands live), else by :meth:`route`."""
-        lives = _lives(arrays) if self.backend == "auto" else None
-        if lives == "cuda" and probe("cuda")[0]:
-            return get_backend("cuda")  # data already on the device: no host round trip
-        if lives == "wgpu":
-            return get_backend("wgpu")  # resident wgpu operands: run where they live
-        return get_backend(self.route(op, size))
+    def _pick(self, key: str, size: int, *arrays: Any) -> Backend:
+        """"auto": where cupy / wgpu operands live, else by the route table (the hot path of every
+        auto call: a type check per operand and one bisection, about a microsecond)."""
+        for x in arrays:
+            if type(x) is not np.ndarray:
+                lives = _lives(list(arrays))
+                if lives == "cuda" and probe("cuda")[0]:
+                    return get_backend("cuda")  # data already on the device: no host round trip
+                if lives == "wgpu":
+                    return get_backend("wgpu")  # resident wgpu operands: run where they live
+                break
+        table = self._table
+        if table is None:
+            if self.gpu is None:
+                return get_backend("cpu")
+            table = self._routes()
+        starts, names = table[key]
+        return get_backend(names[bisect_right(starts, size) - 1])
 
     @staticmethod
     def _exact(be: Backend, semiring: Any, operands: dict[str, Any]) -> Backend:
-        """"auto"'s last word on a matmul: dtypes a GPU lacks (wgpu: 64-bit) go to cpu, a call it could
-        get wrong (``inexact_reason``: subnormals on a flushing adapter) to cuda if usable, else cpu."""
-        if gemm_shapes.dtype_name(operands["a"]) not in be.gemm_dtypes:
-            return get_backend("cpu")
-        why = be.inexact_reason(semiring, None, operands) if hasattr(be, "inexact_reason") else None
+        """"auto"'s last word on a matmul sent to a GPU: a dtype it lacks (wgpu: 64-bit) or a call it
+        could get wrong (``inexact_reason``: subnormals on a flushing adapter) goes to cuda when
+        usable and able, else cpu."""
+        dtype = gemm_shapes.dtype_name(operands["a"])
+        why = None
+        if dtype not in be.gemm_dtypes:
+            why = f"no {dtype} matmul"
+        elif hasattr(be, "inexact_reason"):
+            why = be.inexact_reason(semiring, None, operands)
         if not why:
             return be
-        target = "cuda" if probe("cuda")[0] else "cpu"
+        target = "cpu"
+        if be.name != "cuda" and probe("cuda")[0] and dtype in get_backend("cuda").gemm_dtypes:
+            target = "cuda"
         log.info("auto: not on %s (%s); running on %s", be.name, why, target)
         return get_backend(target)
 
@@ -180,40 +239,6 @@ class Router:
         if self.backend == "cpu":
             return None
         return self.gpu
-
-
-def _measure(op: str, operands: tuple) -> tuple[int, list]:
-    """(work items, the arrays that say where data lives) of a call."""
-    if op == "matmul":
-        a, b = operands[0], operands[1]
-        return gemm_shapes.work_size(a, b), [a, b]
-    if op == "andor_matmul":
-        a, b = operands
-        sa, sb = _shape2(a), _shape2(b)
-        return sa[0] * sb[1] * max(sa[1], 1) // 32, [getattr(a, "words", a), getattr(b, "words", b)]
-    if op in ("pack_rows", "pack_cols"):
-        return int(np.prod(getattr(operands[0], "shape", np.shape(operands[0])))), [operands[0]]
-    if op in ("accumulate", "harden"):
-        soft = operands[0]
-        sign = getattr(soft, "sign", None)
-        return (0 if sign is None else int(sign.size) * soft.bits), [sign]
-    vs = [v for v in operands if isinstance(v, TernaryVec)]
-    return sum(int(v.pos.size) for v in vs), [v.pos for v in vs]
-
-
-def _lives(arrays: list) -> str | None:
-    """"cuda" when an operand is a cupy array, else "wgpu" when one is a WgpuArray, else None."""
-    kinds = {type(x).__module__.partition(".")[0] for x in arrays if x is not None}
-    if kinds <= {"numpy", "builtins"}:
-        return None  # the common case, decided without asking each operand
-    if [x for x in arrays if _arrays.is_cupy(x)]:
-        return "cuda"
-    return "wgpu" if [x for x in arrays if _arrays.is_wgpu(x)] else None
-
-
-def _shape2(x: Any) -> tuple[int, int]:
-    s = tuple(getattr(x, "shape", np.shape(x)))
-    return (s + (1, 1))[:2] if len(s) < 2 else s[-2:]  # type: ignore[return-value]
 
 
 __all__ = ["DEFAULT_THRESHOLDS", "ENV", "OP_ALIASES", "Router", "check_name", "for_chunk",

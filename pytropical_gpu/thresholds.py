@@ -33,11 +33,14 @@ NEVER = sys.maxsize
 FORMAT = 1
 CACHE_FILE = "thresholds.json"
 
-#: Sensible crossovers before calibrate() has run (the table HybridContext starts from).
+#: Sensible crossovers before calibrate() has run, with cuda as the GPU (a hardware wgpu adapter's are
+#: ``route_table.WGPU_DEFAULTS``): the H200 calibration (``benchmarks/results/calibrate_h200.json``),
+#: cuda against cpu alone, to two digits. bundle's measured 0 holds for 16 vectors; 4096 keeps a
+#: bundle of a few short vectors on cpu.
 DEFAULTS: dict[str, int] = {
-    "matmul": 1 << 21, "matmul_int": 1 << 21, "andor_matmul": 1 << 24, "pack": 1 << 22,
-    "bind": 1 << 20, "bundle": 1 << 20, "dot": 1 << 20, "cosine": 1 << 20, "permute": 1 << 20,
-    "search": 1 << 20, "accumulate": 1 << 20, "harden": 1 << 20,
+    "matmul": 180_000, "matmul_int": 140_000, "andor_matmul": 34_000, "pack": NEVER,
+    "bind": 1_100_000, "bundle": 4096, "dot": 300_000, "cosine": 600_000, "permute": 10_000,
+    "search": 180_000, "accumulate": 110_000, "harden": 150_000,
 }
 #: integer matmuls route by ``matmul_int`` (measured on int32 max_plus), floats by ``matmul``
 INT_DTYPES = ("int32", "int64", "uint32", "uint64")

@@ -111,9 +111,12 @@ def test_sizes_are_in_hybridcontext_route_units(monkeypatch):
     monkeypatch.setattr(HybridContext, "_pick",
                         lambda self, op, size, *a: seen.append((op, size)) or tg.get_backend("cpu"))
     rng = np.random.default_rng(1)
+    ctx = HybridContext()
+    ctx._gpu = "cuda"  # a context with a GPU measures every call (none here would skip it: all cpu)
     for op in OPS:
         p = calibration_cases.steps(op)[1]
-        call, size = calibration_cases.build(op, p, rng)
+        call, size = calibration_cases.build(op, p, rng, ctx=ctx)
+        assert size == calibration_cases.build_size(op, p)
         seen.clear()
         call(None)
         assert len(seen) == 1, (op, seen)
