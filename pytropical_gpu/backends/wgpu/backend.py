@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ... import _arrays, facts
+from ... import _arrays, batch, facts
 from ...semirings import Semiring, get_semiring
 from ..base import Backend
 from . import boolean, flush, gemm, vsa
@@ -77,9 +77,14 @@ class WgpuBackend(Backend):
         return None if got is None else got[1]
 
     def _check_operands(self, op: str, sr: Semiring, dt, known: dict[str, Any]) -> None:
-        got = self._flush_rule(op, sr, dt, {k: v for k, v in known.items() if v is not None})
-        if got is not None:
-            raise got[0](got[1])
+        if not self.flushes_subnormals:
+            return
+        def check():
+            got = self._flush_rule(op, sr, dt, {k: v for k, v in known.items() if v is not None})
+            if got is not None:
+                raise got[0](got[1])
+        if not batch.defer(check, *known.values()):  # in a batch: at its end if facts are pending
+            check()
 
     def _check_semiring(self, sr: Semiring, dt: np.dtype) -> None:
         if dt.name == "float64":

@@ -58,6 +58,11 @@ class Engine:
         self.selfcheck = None
         #: the adapter flushes subnormal floats to zero (WGSL allows it): see :mod:`.flush`
         self.flushes_subnormals = False
+        #: commands recorded by a batch (:meth:`record`), else None: :meth:`submit` appends here
+        self.recording: list | None = None
+        #: what recorded commands bind (resident storages) and the results made while recording
+        self._keep: list = []
+        self.made: list = []
 
     # ------------------------------------------------------------------ pipelines
     def pipeline(self, template: str, **params):
@@ -103,7 +108,10 @@ class Engine:
         ``device_buffer``) hands over its own buffer, bound in place where it can be."""
         resident = getattr(arr, "device_buffer", None)
         if resident is not None:
-            return resident(self)
+            buf = resident(self)
+            if self.recording is not None:
+                self._keep.append(buf.owner)  # alive until the recorded commands are submitted
+            return buf
         a = np.ascontiguousarray(arr)
         buf = self.pool.acquire(a.nbytes)
         raw = a.reshape(-1).view(np.uint8)
@@ -116,6 +124,7 @@ class Engine:
         self.stats[stat] = self.stats.get(stat, 0) + 1
 
     def download(self, buf: DeviceBuffer, dtype, shape, offset: int = 0) -> np.ndarray:
+        self.flush()  # a host value is demanded: what a batch recorded goes first
         dt = np.dtype(dtype)
         n = int(np.prod(shape)) * dt.itemsize
         raw = self.rt.read(buf.handle, offset, _round4(n))
@@ -128,7 +137,40 @@ class Engine:
 
     # ------------------------------------------------------------------ commands
     def submit(self, commands) -> None:
+        """Submit ``commands`` now, or, while a batch records, append them to its command list."""
+        if self.recording is not None:
+            self.recording.extend(commands)
+            self.count("recorded")
+            return
         self.rt.submit(commands)
+
+    def record(self) -> None:
+        """Start recording (under :attr:`lock`, held by the batch): commands wait for :meth:`flush`,
+        released pool buffers are recycled only after it."""
+        self.recording, self.pool.hold = [], []
+        self._keep, self.made = [], []
+
+    def flush(self) -> None:
+        """Submit what was recorded as one command buffer (recording goes on); then recycle the
+        buffers released meanwhile (queue writes after a submit are ordered after it)."""
+        if self.recording:
+            cmds, self.recording = self.recording, []
+            self.rt.submit(cmds)
+            self.count("batch_submits")
+        self._keep = []
+        held, self.pool.hold = self.pool.hold, ([] if self.recording is not None else None)
+        for b in held or ():
+            self.pool.release(b)
+
+    def stop(self, submit: bool = True) -> list:
+        """End recording: submit what was recorded (``submit``) or drop it (the batch failed).
+        Returns the weak references to the results made while recording."""
+        if not submit and self.recording is not None:
+            self.recording = []
+        self.flush()
+        made, self.recording, self.made = self.made, None, []
+        self.flush()  # the buffers held while recording go back to the pool
+        return made
 
     def sync(self) -> None:
         self.rt.sync()

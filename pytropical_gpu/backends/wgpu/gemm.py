@@ -17,7 +17,7 @@ from ... import facts
 from ...semirings import Semiring
 from .array import host
 from .engine import WG, Engine, pack_params
-from .readback import download_all
+from .readback import finish, resident, upload_result
 from .templating import WGSL_TYPES, literal
 
 #: the big tile (min_plus f32 8192^3 on an H200 through Vulkan: 20.6 TOPS; BK=8 gave 19.6)
@@ -108,7 +108,12 @@ def gemm(eng: Engine, a: np.ndarray, b: np.ndarray, sr: Semiring, c, argmax: boo
     bc = 0 if c is None else c.shape[0]
     batch = max(ba, bb, bc)
     fa, fb = (known["a"], known["b"]) if known else (facts.of(a), facts.of(b))
-    code = semiring_code(sr, dt, facts.guard_needed(sr, dt, fa, fb))
+    keep = resident(a, b, c)
+    # inside a batch, facts of results not yet read are not waited for: the guarded ⊗ is exact
+    # for every operand (and gives the same values where the guard is not needed)
+    special = (sr.guarded and eng.recording is not None and not (fa.computed and fb.computed)) \
+        or facts.guard_needed(sr, dt, fa, fb)
+    code = semiring_code(sr, dt, special)
     kname, kp = choose_kernel(m, n, k, argmax)
     pipe = eng.pipeline(kname, **code.params(), **kp, HAS_C=c is not None)
     d = np.empty((batch, m, n), dt)
@@ -163,12 +168,16 @@ def gemm(eng: Engine, a: np.ndarray, b: np.ndarray, sr: Semiring, c, argmax: boo
         c_bs = mm * nn if (cbk is not None and cbk.shape[0] > 1) else 0
         eng.submit([make_dispatch(eng, pipe, kname, kp, binds, mm, nn, k, nbat, a_bs, b_bs, c_bs)])
         outs = [(dbuf, dt, (nbat, mm, nn))] + ([(ibuf, np.int32, (nbat, mm, nn))] if argmax else [])
-        got = download_all(eng, *outs)
+        if keep and whole:  # the whole result in one block: it stays where the kernel wrote it
+            got = finish(eng, True, *outs)
+            eng.release(*bufs)
+            return got[0], (got[1] if argmax else None)
+        got = finish(eng, False, *outs)
         d[b0:b1, m0:m1, n0:n1] = got[0]
         if argmax:
             idx[b0:b1, m0:m1, n0:n1] = got[1]
         eng.release(*bufs, dbuf, ibuf)
-    return d, idx
+    return upload_result(eng, keep, d), (None if idx is None else upload_result(eng, keep, idx))
 
 
 def make_dispatch(eng: Engine, pipe, kname: str, kp: dict, binds, m: int, n: int, k: int,

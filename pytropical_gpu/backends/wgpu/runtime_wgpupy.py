@@ -200,8 +200,12 @@ class WgpuPyRuntime(Runtime):
         offs = self._write_uniforms(blobs) if blobs else []
         enc = self.device.create_command_encoder()
         ui = 0
-        for cmd in commands:
+        p = pipe = None  # consecutive dispatches share one compute pass (each is its own usage
+        for cmd in commands:  # scope: WebGPU orders a dispatch's writes before the next's reads)
             if isinstance(cmd, Copy):
+                if p is not None:
+                    p.end()
+                    p = pipe = None
                 enc.copy_buffer_to_buffer(cmd.src, cmd.src_offset, cmd.dst, cmd.dst_offset, cmd.size)
                 continue
             entries = []
@@ -212,10 +216,14 @@ class WgpuPyRuntime(Runtime):
             entries += [{"binding": slot, "resource": {"buffer": buf, "offset": off, "size": size}}
                         for slot, buf, off, size in storage_ranges(cmd)]
             bg = self.device.create_bind_group(layout=cmd.pipeline._pt_bgl, entries=entries)
-            p = enc.begin_compute_pass()
-            p.set_pipeline(cmd.pipeline)
+            if p is None:
+                p = enc.begin_compute_pass()
+            if cmd.pipeline is not pipe:
+                p.set_pipeline(cmd.pipeline)
+                pipe = cmd.pipeline
             p.set_bind_group(0, bg)
             p.dispatch_workgroups(*cmd.groups)
+        if p is not None:
             p.end()
         self.queue.submit([enc.finish()])
 
