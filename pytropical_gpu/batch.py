@@ -63,7 +63,8 @@ class Batch:
     """The context manager :meth:`HybridContext.batch` returns; see the module docstring.
 
     Attributes: ``target`` ("wgpu", "cuda" or None: nothing to queue), ``ops`` (submissions
-    recorded on wgpu, usually one per operation, for tests and benchmarks) and ``checks`` (the deferred checks)."""
+    recorded on wgpu, usually one per operation, for tests and benchmarks) and ``checks`` (the
+    deferred checks)."""
 
     def __init__(self, target: str | None):
         self.target = target

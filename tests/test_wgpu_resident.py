@@ -1,5 +1,6 @@
 """wgpu device-resident operands (WgpuArray through ctx.to_device): same results as numpy operands
-(results resident: WgpuArrays), no re-upload per call, round trips, immutability, pool isolation, and other backends accepting them."""
+(results resident: WgpuArrays), no re-upload per call, round trips, immutability, pool isolation,
+and other backends accepting them."""
 
 from __future__ import annotations
 
