@@ -144,6 +144,45 @@ def run_backend(name: str, ops: int, repeats: int, progress) -> list[dict]:
     return rows
 
 
+def breakdown(ops: int, repeats: int, progress, profile: str | None = None) -> list[dict]:
+    """wgpu: where a batch's time goes per op: recording (Python, per call), submitting (the
+    runtime records the command buffer) and the final wait; optionally a cProfile of recording."""
+    ctx = tg.HybridContext(backend="wgpu")
+    eng = get_backend("wgpu").engine
+    rows = []
+    for op, size, _, res_chain, _ in _chains(ctx):
+        parts = {"record": [], "submit": [], "sync": []}
+        for i in range(repeats + 1):
+            b = ctx.batch()
+            b.__enter__()
+            t0 = time.perf_counter()
+            if profile and i == repeats:
+                import cProfile
+                import pstats
+
+                pr = cProfile.Profile()
+                pr.runcall(res_chain, ops)
+                with open(f"{profile}_{op}.txt", "w") as f:
+                    pstats.Stats(pr, stream=f).sort_stats("cumulative").print_stats(60)
+            else:
+                res_chain(ops)
+            t1 = time.perf_counter()
+            cmds, eng.recording = eng.recording, []
+            eng.rt.submit(cmds)
+            t2 = time.perf_counter()
+            eng.rt.sync()
+            t3 = time.perf_counter()
+            b.__exit__(None, None, None)
+            if 0 < i < repeats + (0 if profile else 1):
+                for k, v in zip(parts, (t1 - t0, t2 - t1, t3 - t2)):
+                    parts[k].append(v / ops * 1e6)
+        med = {k: statistics.median(v) for k, v in parts.items()}
+        progress(f"wgpu {op} batch breakdown us/op: " + ", ".join(f"{k} {v:.1f}" for k, v in med.items()))
+        rows.append({"backend": "wgpu", "op": op, "size": size, "variant": "batch_breakdown",
+                     "ops": ops, **{f"{k}_us_per_op": v for k, v in med.items()}})
+    return rows
+
+
 def run_apsp(name: str, n: int, repeats: int, progress) -> list[dict]:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
     import apsp_resident as ap
@@ -190,6 +229,7 @@ def main(argv=None) -> int:
     p.add_argument("--apsp", type=int, default=4096, help="APSP nodes (0: skip)")
     p.add_argument("--backends", default="wgpu,cuda")
     p.add_argument("--json", metavar="PATH")
+    p.add_argument("--profile", metavar="PREFIX", help="wgpu: cProfile of recording to PREFIX_<op>.txt")
     args = p.parse_args(argv)
     progress = h.stderr_progress("batch")
     rows, skipped = [], {}
@@ -201,6 +241,8 @@ def main(argv=None) -> int:
             continue
         try:
             rows += run_backend(name, args.ops, args.repeats, progress)
+            if name == "wgpu":
+                rows += breakdown(args.ops, args.repeats, progress, args.profile)
             if args.apsp:
                 rows += run_apsp(name, args.apsp, max(3, args.repeats // 2), progress)
         except h.CheckFailed as e:

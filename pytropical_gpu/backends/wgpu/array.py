@@ -119,10 +119,10 @@ class WgpuArray:
             eng.made.append(weakref.ref(self._storage))
         return self
 
-    def _view(self, shape: tuple, offset: int) -> WgpuArray:
+    def _view(self, shape: tuple, offset: int, ints: bool = False) -> WgpuArray:
         v = object.__new__(WgpuArray)
         v._storage, v.dtype, v.stats = self._storage, self.dtype, self.stats
-        v.shape, v.offset = tuple(int(s) for s in shape), int(offset)
+        v.shape, v.offset = (shape if ints else tuple(int(s) for s in shape)), int(offset)
         return v
 
     # ------------------------------------------------------------------ numpy-like facts
@@ -197,7 +197,11 @@ class WgpuArray:
             shape = tuple(shape[0])
         if shape == self.shape:
             return self
-        shape = tuple(operator.index(s) for s in shape)
+        shape = tuple(map(operator.index, shape))
+        if -1 not in shape:  # the common case, kept short: operations reshape on every call
+            if math.prod(shape) != self.size:
+                raise ValueError(f"WgpuArray.reshape: cannot reshape {self.shape} into {shape}")
+            return self._view(shape, self.offset, True)
         if shape.count(-1) > 1:
             raise ValueError("WgpuArray.reshape: only one dimension may be -1")
         if -1 in shape:
