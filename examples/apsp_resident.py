@@ -99,26 +99,31 @@ class _Timer:
 
 def start(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Host-side inputs: D (weights, 0 on the diagonal) and the one-edge next-hop table."""
-    n = w.shape[0]
     d = w.copy()
     np.fill_diagonal(d, 0.0)
-    nxt = np.where(np.isfinite(d), np.arange(n, dtype=np.int32)[None, :], -1).astype(np.int32)
-    return d, nxt
+    return d, first_hops(d, np)
+
+
+def first_hops(d, xp):
+    """The one-edge next-hop table of D (j where the edge i -> j exists, else -1), in ``xp``."""
+    n = d.shape[0]
+    return xp.where(xp.isfinite(d), xp.arange(n, dtype=np.int32)[None, :], -1).astype(np.int32)
 
 
 def all_pairs(w: np.ndarray, ctx: tg.HybridContext, quiet: bool = True, timed: bool = False):
     """Distances and next hops (numpy) for weights ``w``: :func:`start`, then :func:`square`."""
-    return square(*start(w), ctx, quiet=quiet, timed=timed)
+    return square(start(w)[0], None, ctx, quiet=quiet, timed=timed)
 
 
-def square(d: np.ndarray, nxt: np.ndarray, ctx: tg.HybridContext, quiet: bool = True,
+def square(d: np.ndarray, nxt: np.ndarray | None, ctx: tg.HybridContext, quiet: bool = True,
            timed: bool = False, batch: bool | None = None):
     """Repeated squaring from ``start``'s arrays; returns ``(dist, nxt, step_seconds)`` as numpy.
 
     ``nxt[i, j]`` is the node after ``i`` on a shortest route to ``j`` (-1: unreachable, or i == j
-    where the route is empty). ``step_seconds`` is filled only with ``timed`` (it synchronises
-    after each step, which the untimed run never does). ``batch`` (default: not ``timed``) runs the
-    squarings inside ``ctx.batch()``."""
+    where the route is empty); ``nxt=None`` builds the first table where D lives (on cuda: on the
+    device, no upload). ``step_seconds`` is filled only with ``timed`` (it synchronises after each
+    step, which the untimed run never does). ``batch`` (default: not ``timed``) runs the squarings
+    inside ``ctx.batch()``."""
     with ctx.batch() if (not timed if batch is None else batch) else contextlib.nullcontext():
         d, nxt, steps = _square(d, nxt, ctx, quiet, timed)
     return ctx.to_host(d), ctx.to_host(nxt), steps
@@ -127,8 +132,11 @@ def square(d: np.ndarray, nxt: np.ndarray, ctx: tg.HybridContext, quiet: bool = 
 def _square(d, nxt, ctx, quiet: bool, timed: bool):
     n = d.shape[0]
     squarings = math.ceil(math.log2(n - 1)) if n > 2 else 1
+    host_d = d
     d = ctx.to_device(d)
     on_cuda = _xp(d) not in (np, None)
+    if nxt is None:
+        nxt = first_hops(d, _xp(d)) if on_cuda else first_hops(host_d, np)
     timer = _Timer(on_cuda) if timed else None
     bar = Progress("squaring", squarings, quiet=quiet)
     for step in range(squarings):
@@ -212,11 +220,11 @@ def main(argv=None) -> int:
     all_pairs(w[:m, :m], ctx)
     all_pairs(w[:m, :m], ctx, timed=True)
     t0 = time.perf_counter()
-    d0, nxt0 = start(w)
+    d0, _ = start(w)
     t1 = time.perf_counter()
-    dist, nxt, _ = square(d0, nxt0, ctx, quiet=args.quiet)
+    dist, nxt, _ = square(d0, None, ctx, quiet=args.quiet)  # next hops start where D lives
     total = time.perf_counter() - t1
-    _, _, steps = square(d0, nxt0, ctx, timed=True)  # the same run again, timed step by step
+    _, _, steps = square(d0, None, ctx, timed=True)  # the same run again, timed step by step
     what = "CUDA events" if where == "cuda" else "wall clock, synchronised"
     print(f"inputs prepared on the host in {(t1 - t0) * 1e3:.1f} ms; end-to-end (upload, "
           f"{len(steps)} squarings, download) {total * 1e3:.1f} ms; sum of per-squaring times "

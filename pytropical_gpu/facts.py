@@ -53,7 +53,8 @@ class Facts:
     @property
     def on_device(self) -> bool:
         """True when asking a fact not yet known would wait for the device (a device read)."""
-        return self._reader is not None or (self._xp is not np and self._x is not None)
+        return (self._reader is not None or self._pre is not None
+                or (self._xp is not np and self._x is not None))
 
     def start(self) -> None:
         """Queue the range reductions of a device (cupy) operand now, on the current stream, without
@@ -63,6 +64,7 @@ class Facts:
             x, xp = self._x, self._xp
             st = xp.stack([x.min(), x.max()])
             self._pre = st.astype(np.float64) if self.dtype.kind == "f" else st
+            self._x = None  # not kept alive until the batch ends (the small end stays unknown)
 
     @classmethod
     def of_host(cls, a: np.ndarray) -> Facts:
@@ -83,6 +85,9 @@ class Facts:
         if "nan" not in v:
             v.update(_range(self._x, self._xp, self.dtype, self._pre))
         if key in ("min_abs", "subnormal") and "min_abs" not in v:
+            if self._x is None:  # started on the device without its operand (cupy in a batch)
+                raise RuntimeError("Facts: the small-end facts of an operand whose range was "
+                                   "queued on the device are not known")
             v.update(_small(self._x, self._xp, self.dtype))
         if "min_abs" in v or self.dtype.kind != "f":
             self._x = None  # everything known: the operand is not needed any more
