@@ -37,15 +37,20 @@ class _Storage:
     for an operation's result (a pool buffer handed over), given back to the engine's pool.
     ``error``: why the contents are not valid (a batch that was discarded or failed), else None."""
 
-    __slots__ = ("engine", "handle", "nbytes", "capacity", "error", "__weakref__")
+    __slots__ = ("engine", "handle", "nbytes", "capacity", "error", "pooled", "__weakref__")
 
     def __init__(self, engine, handle, nbytes: int, capacity: int, pooled: bool = False):
         self.engine, self.handle, self.nbytes, self.capacity = engine, handle, nbytes, capacity
-        self.error = None
-        if pooled:
-            weakref.finalize(self, engine.pool.returned.append, (capacity, handle))
-        else:
+        self.error, self.pooled = None, pooled
+        if not pooled:
             weakref.finalize(self, _destroy, engine.rt, handle)
+
+    def __del__(self):
+        if self.pooled:  # back to the pool (a deque append: safe from any thread, under no lock)
+            try:
+                self.engine.pool.returned.append((self.capacity, self.handle))
+            except Exception:  # pragma: no cover - interpreter shutdown
+                pass
 
     def check(self) -> None:
         if self.error is not None:

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from ... import _arrays, batch, facts
+from ..._checks import dt_name
 from ...semirings import Semiring, get_semiring
 from ..base import Backend
 from . import boolean, flush, gemm, vsa
@@ -87,7 +88,7 @@ class WgpuBackend(Backend):
             check()
 
     def _check_semiring(self, sr: Semiring, dt: np.dtype) -> None:
-        if dt.name == "float64":
+        if dt_name(dt) == "float64":
             raise TypeError("matmul: the wgpu backend does not support float64 (WGSL has no f64 in "
                             "core); use float32, or backend='cpu'/'cuda' for float64")
         super()._check_semiring(sr, dt)

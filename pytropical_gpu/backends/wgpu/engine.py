@@ -65,9 +65,10 @@ class Engine:
         self.made: list = []
 
     # ------------------------------------------------------------------ pipelines
-    def pipeline(self, template: str, **params):
-        """The compiled pipeline of ``template`` with ``params`` (compiled once, then cached)."""
-        key = (template, tuple(sorted(params.items())))
+    def pipeline(self, template: str, _key: tuple | None = None, **params):
+        """The compiled pipeline of ``template`` with ``params`` (compiled once, then cached).
+        ``_key``: a hashable that identifies ``(template, params)`` and is cheaper to make."""
+        key = _key if _key is not None else (template, tuple(sorted(params.items())))
         p = self._pipelines.get(key)
         if p is not None:
             self.stats["hits"] += 1

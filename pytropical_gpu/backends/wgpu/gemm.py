@@ -67,8 +67,22 @@ def user_dtype_reason(dt: np.dtype) -> str:
     return f"user-defined semirings run on {', '.join(sorted(USER_DTYPES))} in WGSL"
 
 
+_CODES: dict = {}
+
+
 def semiring_code(sr: Semiring, dt: np.dtype, special: bool) -> SemiringCode:
-    """``special``: operands contain the zero/inf (float) or may saturate (int): guard ⊗."""
+    """``special``: operands contain the zero/inf (float) or may saturate (int): guard ⊗.
+    A builtin semiring's code is made once per (dtype, guard) and remembered."""
+    if sr.builtin:
+        key = (sr.name, dt, special)
+        code = _CODES.get(key)
+        if code is None:
+            code = _CODES[key] = _semiring_code(sr, dt, special)
+        return code
+    return _semiring_code(sr, dt, special)
+
+
+def _semiring_code(sr: Semiring, dt: np.dtype, special: bool) -> SemiringCode:
     T = WGSL_TYPES[dt.name]
     zero = literal(sr.zero_for(dt), dt)
     one = literal(sr.one_for(dt), dt)
@@ -115,9 +129,9 @@ def gemm(eng: Engine, a: np.ndarray, b: np.ndarray, sr: Semiring, c, argmax: boo
         or facts.guard_needed(sr, dt, fa, fb)
     code = semiring_code(sr, dt, special)
     kname, kp = choose_kernel(m, n, k, argmax)
-    pipe = eng.pipeline(kname, **code.params(), **kp, HAS_C=c is not None)
-    d = np.empty((batch, m, n), dt)
-    idx = np.empty((batch, m, n), np.int32) if argmax else None
+    has_c = c is not None
+    pipe = eng.pipeline(kname, _key=(kname, code, tuple(kp.items()), has_c), **code.params(), **kp,
+                        HAS_C=has_c)
     item = dt.itemsize
     lim = eng.max_binding
     wmax = eng.limits.max_workgroups_per_dim
@@ -144,6 +158,9 @@ def gemm(eng: Engine, a: np.ndarray, b: np.ndarray, sr: Semiring, c, argmax: boo
         # blocks are strided sub-matrices: resident operands come to the host once for the tiling
         why = "GEMM beyond one binding is tiled on the host"
         a, b, c = host(a, why), host(b, why), host(c, why)
+    if not (keep and whole):  # the result assembled on the host
+        d = np.empty((batch, m, n), dt)
+        idx = np.empty((batch, m, n), np.int32) if argmax else None
     for (b0, b1, m0, m1, n0, n1) in plans:
         nbat = b1 - b0
         if whole:

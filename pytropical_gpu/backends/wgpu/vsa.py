@@ -23,7 +23,7 @@ def bind(eng: Engine, ap, an, bp, bn):
     shape = ap.shape
     total = ap.size
     keep = resident(ap, an, bp, bn)
-    pipe = eng.pipeline("vsa_elementwise", OP="bind", BITS=0, WG=WG)
+    pipe = eng.pipeline("vsa_elementwise", _key=("bind",), OP="bind", BITS=0, WG=WG)
     chunks = list(_chunks(total, eng.max_binding // 4))
     flat = [x if len(chunks) == 1 else  # one chunk: the buffers as they are (no views to make)
             x.reshape(-1) if isinstance(x, WgpuArray) else np.ascontiguousarray(x).reshape(-1)
@@ -52,7 +52,7 @@ def bundle(eng: Engine, p, n, threshold: int):
     # WIDTH and the u32 parameter small; threshold >= 2**30 once emitted an invalid WIDTH=33 shader)
     threshold = min(int(threshold), v + 1)
     width = max(v, threshold).bit_length() + 2
-    pipe = eng.pipeline("vsa_bundle", WIDTH=width, WG=WG)
+    pipe = eng.pipeline("vsa_bundle", _key=("bundle", width), WIDTH=width, WG=WG)
     op, on = np.empty(r, np.uint32), np.empty(r, np.uint32)
     chunks = list(_chunks(r, eng.max_binding // (4 * v)))
     keep = resident(p, n)
@@ -143,7 +143,7 @@ def permute(eng: Engine, p, n, dim: int, shifts: int):
     rows beyond one binding, output word ranges each reading its source window(s) of the row."""
     rows, w = p.shape
     keep = resident(p, n)
-    pipe = eng.pipeline("vsa_permute", WG=WG)
+    pipe = eng.pipeline("vsa_permute", _key=("permute",), WG=WG)
     outs = []
     for x in (p, n):
         out = np.empty((rows, w), np.uint32)
