@@ -66,8 +66,9 @@ class Batch:
     recorded on wgpu, usually one per operation, for tests and benchmarks) and ``checks`` (the
     deferred checks)."""
 
-    def __init__(self, target: str | None):
+    def __init__(self, target: str | None, engine: Any = None):
         self.target = target
+        self._wgpu = engine  # the wgpu engine for target "wgpu" (the context finds it)
         self.checks: list[Callable[[], None]] = []
         self.ops = 0
         self._outer: Batch | None = None
@@ -79,9 +80,7 @@ class Batch:
         if self._outer is not None:  # nested: part of the outer block
             return self
         if self.target == "wgpu":
-            from .backends import get_backend
-
-            eng = get_backend("wgpu").engine
+            eng = self._wgpu
             eng.lock.__enter__()
             try:
                 eng.record()

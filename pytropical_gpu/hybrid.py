@@ -84,7 +84,8 @@ class HybridContext(Router):
         once at its end (wgpu: one command buffer; cuda: the current stream, no host waits for
         validation inside). Checks that need device facts run at the end; see
         :mod:`pytropical_gpu.batch`. Results inside are resident and usable by later operations."""
-        return Batch(self.device_target())
+        target = self.device_target()
+        return Batch(target, get_backend("wgpu").engine if target == "wgpu" else None)
 
     # ------------------------------------------------------------------ calibration
     #: :func:`pytropical_gpu.calibration.calibrate`, set by the package ``__init__``: calibration sits
