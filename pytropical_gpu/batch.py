@@ -50,6 +50,7 @@ def defer(check: Callable[[], None], *known: Any) -> bool:
     for f in pending:
         f.start()
     b.checks.append(check)
+    b.facts += pending
     return True
 
 
@@ -70,6 +71,7 @@ class Batch:
         self.target = target
         self._wgpu = engine  # the wgpu engine for target "wgpu" (the context finds it)
         self.checks: list[Callable[[], None]] = []
+        self.facts: list = []  # the facts the deferred checks ask
         self.ops = 0
         self._outer: Batch | None = None
         self._engine = None
@@ -97,6 +99,7 @@ class Batch:
             return False
         _local.batch = None
         checks, self.checks = self.checks, []
+        known, self.facts = self.facts, []
         eng, self._engine = self._engine, None
         try:
             if eng is not None:
@@ -106,6 +109,9 @@ class Batch:
                     _poison(made, f"the batch was discarded ({exc_type.__name__} in its body)")
                     return False
                 eng.sync()
+                readers = [f._reader for f in known if hasattr(f._reader, "read_many")]
+                if readers:  # facts computed on the device: one read for all of them
+                    readers[0].read_many(readers)
             elif self.target == "cuda" and exc_type is None:
                 _cuda_sync()
             if exc_type is not None:

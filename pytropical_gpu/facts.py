@@ -44,7 +44,8 @@ class Facts:
     @classmethod
     def lazy(cls, dtype: Any, size: int, reader: Any) -> Facts:
         """The facts of a device result (a wgpu operation's resident output): nothing is known until
-        a fact is asked; then ``reader()`` brings the values to the host once (a device read)."""
+        a fact is asked; then ``reader()`` brings the values (an array) or the facts computed on
+        the device (a dict of every fact) to the host once."""
         f = cls.__new__(cls)
         f._x, f._xp, f.dtype, f._v, f._pre = None, np, np.dtype(dtype), {"size": int(size)}, None
         f._reader = reader
@@ -80,8 +81,12 @@ class Facts:
 
     def _group(self, key: str) -> dict:
         v = self._v
-        if self._reader is not None:  # a device result: its values come to the host once
-            self._x, self._reader = self._reader(), None
+        if self._reader is not None:  # a device result: its facts (or values) come to the host
+            got, self._reader = self._reader(), None
+            if isinstance(got, dict):  # facts computed on the device (backends/wgpu/stats.py)
+                v.update(got)
+                return v
+            self._x = got
         if "nan" not in v:
             v.update(_range(self._x, self._xp, self.dtype, self._pre))
         if key in ("min_abs", "subnormal") and "min_abs" not in v:

@@ -15,6 +15,7 @@ import numpy as np
 
 from ... import facts
 from ...semirings import Semiring
+from . import stats
 from .array import host
 from .engine import WG, Engine, pack_params
 from .readback import finish, resident, upload_result
@@ -183,12 +184,17 @@ def gemm(eng: Engine, a: np.ndarray, b: np.ndarray, sr: Semiring, c, argmax: boo
         a_bs = mm * k if ab.shape[0] > 1 else 0
         b_bs = k * nn if bbuf.shape[0] > 1 else 0
         c_bs = mm * nn if (cbk is not None and cbk.shape[0] > 1) else 0
-        eng.submit([make_dispatch(eng, pipe, kname, kp, binds, mm, nn, k, nbat, a_bs, b_bs, c_bs)])
+        cmds = [make_dispatch(eng, pipe, kname, kp, binds, mm, nn, k, nbat, a_bs, b_bs, c_bs)]
         outs = [(dbuf, dt, (nbat, mm, nn))] + ([(ibuf, np.int32, (nbat, mm, nn))] if argmax else [])
-        if keep and whole:  # the whole result in one block: it stays where the kernel wrote it
+        if keep and whole:  # the whole result in one block: it stays where the kernel wrote it,
+            st = stats.record(eng, dbuf, dt, nbat * mm * nn)  # its facts computed beside it
+            eng.submit(cmds + ([st[0]] if st else []))
             got = finish(eng, True, *outs)
+            if st:
+                got[0].stats = facts.Facts.lazy(dt, got[0].size, st[1])
             eng.release(*bufs)
             return got[0], (got[1] if argmax else None)
+        eng.submit(cmds)
         got = finish(eng, False, *outs)
         d[b0:b1, m0:m1, n0:n1] = got[0]
         if argmax:
