@@ -52,6 +52,7 @@ class Engine:
         self.limits = rt.limits
         self.pool = BufferPool(rt)
         self._pipelines: OrderedDict[tuple, object] = OrderedDict()
+        self._keys: dict = {}  # cheap key -> pipeline-cache key (see pipeline)
         self.stats = {"compiles": 0, "hits": 0, "evictions": 0}
         self.lock = OpLock(self.pool)
         #: set by get_engine from the known-answer check (:mod:`.selfcheck`)
@@ -68,7 +69,14 @@ class Engine:
     def pipeline(self, template: str, _key: tuple | None = None, **params):
         """The compiled pipeline of ``template`` with ``params`` (compiled once, then cached).
         ``_key``: a hashable that identifies ``(template, params)`` and is cheaper to make."""
-        key = _key if _key is not None else (template, tuple(sorted(params.items())))
+        if _key is None:
+            key = (template, tuple(sorted(params.items())))
+        else:  # the cache keys stay (template, sorted params): _key only skips making them
+            key = self._keys.get(_key)
+            if key is None:
+                if len(self._keys) > 8 * self.max_pipelines:
+                    self._keys.clear()
+                key = self._keys[_key] = (template, tuple(sorted(params.items())))
         p = self._pipelines.get(key)
         if p is not None:
             self.stats["hits"] += 1
