@@ -88,7 +88,7 @@ class Facts:
                 return v
             self._x = got
         if "nan" not in v:
-            v.update(_range(self._x, self._xp, self.dtype, self._pre))
+            v.update(_range(self._x, self._xp, self.dtype, self._pre, v["size"]))
         if key in ("min_abs", "subnormal") and "min_abs" not in v:
             if self._x is None:  # started on the device without its operand (cupy in a batch)
                 raise RuntimeError("Facts: the small-end facts of an operand whose range was "
@@ -176,11 +176,13 @@ def _host(stats: Any) -> np.ndarray:
     return stats if isinstance(stats, np.ndarray) else stats.get()
 
 
-def _range(x: Any, xp: Any, dt: np.dtype, pre: Any = None) -> dict:
+def _range(x: Any, xp: Any, dt: np.dtype, pre: Any = None, size: int | None = None) -> dict:
+    """The range facts of ``x``; ``pre``: its [min, max] already reduced on the device (``x`` may
+    then be None: :meth:`Facts.start` let go of it), ``size`` its element count."""
     out = {"nan": False, "posinf": False, "neginf": False, "absmax": 0, "min": None, "max": None}
     if dt.kind != "f":
         out.update(min_abs=_INF, subnormal=0)  # no small end to learn: not a float
-    if not x.size or dt.kind not in "fiu":
+    if not (x.size if size is None else size) or dt.kind not in "fiu":
         return out
     if dt.kind == "f":
         st = pre if pre is not None else xp.stack([x.min(), x.max()]).astype(np.float64)

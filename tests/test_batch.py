@@ -12,6 +12,7 @@ from conftest import require_backend
 from pytropical_gpu import HybridContext, TernaryVec, _arrays, facts
 from pytropical_gpu.backends import get_backend
 from pytropical_gpu.batch import current
+from pytropical_gpu.errors import SubnormalFlushError
 
 GPUS = ["wgpu", "cuda"]
 CPU = None
@@ -297,7 +298,12 @@ def test_wgpu_device_facts_equal_host_facts(dtype, rng):
         i32 = np.iinfo(np.int32)
         for lo, hi in ((-5, 5), (i32.min, 0), (0, i32.max), (i32.min, i32.max), (7, 8)):
             cases.append(rng.integers(lo, hi, (50, 37), dtype=np.int32, endpoint=True))
+    flushes = get_backend("wgpu").flushes_subnormals
     for a in cases:
+        if flushes and np.any((a != 0) & (np.abs(a) < np.finfo(np.float32).tiny)):
+            with pytest.raises(SubnormalFlushError):  # refused on this adapter, as eagerly
+                ctx.matmul(ctx.to_device(a), ctx.to_device(ident), "plus_times")
+            continue
         got = ctx.matmul(ctx.to_device(a), ctx.to_device(ident), "plus_times") if dtype != \
             np.float32 or not np.isnan(a).any() else None
         if got is None:  # a NaN operand is refused: make the NaN on the device (inf * 0)
@@ -326,3 +332,32 @@ def test_wgpu_device_facts_of_a_large_result(monkeypatch):
     monkeypatch.setattr(stats, "ONE_GROUP_ITEMS", 1)  # 6000 elements: 24 workgroups
     got = ctx.matmul(ctx.to_device(a), ctx.to_device(np.eye(100, dtype=np.int32)), "plus_times")
     assert got.stats.as_dict() == {"min": int(np.iinfo(np.int32).min), "max": 2999}
+
+
+def test_device_facts_are_queued_and_read_at_the_end():
+    """The cuda path of a batch without a GPU: facts of a device operand (here numpy behind a
+    stand-in array module, so they count as device facts) are not computed at the call: their
+    reductions start, the operand is let go, and the check runs at the batch's end."""
+    import types
+
+    from pytropical_gpu import batch
+
+    dev = types.SimpleNamespace(stack=np.stack)  # not numpy: Facts treats the operand as device data
+    x = np.array([[1.0, np.nan], [2.0, 3.0]], np.float32)
+    fx, fy = facts.Facts(x, dev), facts.Facts(np.ones(3, np.float32), dev)
+    assert fx.on_device and not batch.defer(lambda: None, fx)  # outside a batch: check now
+    seen = []
+
+    def check(name, f):
+        seen.append(name)
+        if f.nan:
+            raise ValueError(f"matmul: {name} contains NaN")
+
+    with pytest.raises(ValueError, match="^matmul: a contains NaN$"):
+        with batch.Batch(None) as b:
+            assert batch.defer(lambda: check("b", fy), fy) and batch.defer(lambda: check("a", fx), fx)
+            assert fx._x is None and fx._pre is not None and not fx.computed and len(b.checks) == 2
+            assert seen == []
+    assert seen == ["b", "a"] and fx.nan and not fy.nan and fy.absmax == 1.0
+    with pytest.raises(RuntimeError, match="small-end"):
+        _ = fx.min_abs  # only a flushing wgpu adapter asks it, never of a device (cupy) operand
