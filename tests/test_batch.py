@@ -361,3 +361,24 @@ def test_device_facts_are_queued_and_read_at_the_end():
     assert seen == ["b", "a"] and fx.nan and not fy.nan and fy.absmax == 1.0
     with pytest.raises(RuntimeError, match="small-end"):
         _ = fx.min_abs  # only a flushing wgpu adapter asks it, never of a device (cupy) operand
+
+
+def test_wgpu_dropped_results_are_not_recycled_before_submission():
+    """A result dropped inside a batch keeps its buffer until the recorded commands are submitted:
+    a host operand uploaded later (a queue write, which lands before the recorded commands) must
+    not get a buffer that a recorded command still writes."""
+    ctx = HybridContext(backend=require_backend("wgpu"))
+    t, u = TernaryVec.random(1024, batch=(4,), seed=5), TernaryVec.random(1024, batch=(4,), seed=6)
+    T = ctx.to_device(t)
+    with ctx.batch():
+        for _ in range(6):
+            ctx.bind(T, T)  # each result dropped at once
+        r = ctx.bind(T, u)  # u's planes are written into pool buffers now
+        a = ctx.matmul(ctx.to_device(np.ones((8, 8), np.float32)), np.eye(8, dtype=np.float32),
+                       "plus_times")
+        del a  # its facts' words too
+        m = ctx.matmul(ctx.to_device(np.ones((8, 8), np.float32)), np.full((8, 8), 2, np.float32),
+                       "min_plus")
+    np.testing.assert_array_equal(r.to_array(), cpu().bind(t, u).to_array())
+    np.testing.assert_array_equal(ctx.to_host(m), np.full((8, 8), 3, np.float32))
+    assert m.stats.as_dict()["nan"] is False and m.stats.absmax == 3

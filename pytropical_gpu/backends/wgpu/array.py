@@ -120,8 +120,9 @@ class WgpuArray:
         self.shape, self.dtype, self.offset = tuple(int(s) for s in shape), np.dtype(dtype), 0
         self.stats = Facts.lazy(self.dtype, self.size, functools.partial(_read, self._storage,
                                                                          self.dtype, self.shape))
-        if eng.recording is not None:
-            eng.made.append(weakref.ref(self._storage))
+        if eng.recording is not None:  # alive until submitted: a recorded command writes it, and
+            eng.made.append(weakref.ref(self._storage))  # a queue write into a recycled buffer
+            eng._keep.append(self._storage)  # would land before that command
         return self
 
     def _view(self, shape: tuple, offset: int, ints: bool = False) -> WgpuArray:
@@ -165,7 +166,7 @@ class WgpuArray:
                                 owner=self._storage)
         # an unaligned view (a row chunk): one device-side copy, nothing crosses the bus
         buf = eng.pool.acquire(n)
-        eng.rt.submit([Copy(self.handle, self.offset, buf.handle, 0, _round4(n))])
+        eng.submit([Copy(self.handle, self.offset, buf.handle, 0, _round4(n))])  # (a batch records it)
         eng.count("resident_copies")
         return buf
 

@@ -167,9 +167,11 @@ class Engine:
             self.rt.submit(cmds)
             self.count("batch_submits")
         self._keep = []
-        held, self.pool.hold = self.pool.hold, ([] if self.recording is not None else None)
+        held, self.pool.hold = self.pool.hold, None
         for b in held or ():
             self.pool.release(b)
+        if self.recording is not None:
+            self.pool.hold = []
 
     def stop(self, submit: bool = True) -> list:
         """End recording: submit what was recorded (``submit``) or drop it (the batch failed).

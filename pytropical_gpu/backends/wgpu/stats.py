@@ -102,7 +102,10 @@ def record(eng: Engine, buf: DeviceBuffer, dtype, n: int):
     gx, gy, _ = eng.grid(groups)
     d = eng.dispatch(pipe, [buf.binding(0, n * 4), st.binding(0, 32)], (gx, gy, 1),
                      pack_params(n, gx, 0, 0))
-    return d, Reader(eng, st, kind)
+    r = Reader(eng, st, kind)
+    if eng.recording is not None:
+        eng._keep.append(r)  # its buffer is written by a recorded command: not recycled before
+    return d, r
 
 
 __all__ = ["INIT", "KINDS", "Reader", "decode", "record"]
