@@ -10,16 +10,21 @@ of squarings (no "did anything change?" test) means nothing has to come back to 
 end: the operands are put on the device once with ``ctx.to_device`` and each squaring's result is
 the next one's operand.
 
-Where the data lives: on cuda the results of an operation on resident (cupy) operands are cupy
-arrays, so ``D`` and the next-hop table never leave the GPU; the next-hop gather runs in cupy. On
-wgpu the results currently come back as numpy arrays (the library's resident results are still to
-come there), so each squaring uploads ``D`` again with ``ctx.to_device``; on cpu ``to_device``
-changes nothing.
+Where the data lives: the results of an operation on resident operands are resident (cupy arrays
+on cuda, WgpuArrays on wgpu), so ``D`` never leaves the GPU. On cuda the next-hop gather runs in
+cupy, so the next-hop table stays there too; on wgpu ``K`` comes to the host for the gather (the
+library has no gather kernel), one read per squaring. On cpu ``to_device`` changes nothing.
+
+The squarings run inside ``with ctx.batch():``: on cuda nothing waits for the host until the end
+(the NaN checks of the operands, which ``D`` as a device result needs, run once, at the batch's
+end); on wgpu the commands go out together and the block synchronises once (plus each ``K`` read).
 
 Timing: the end-to-end time (from the numpy weights to numpy distances and next hops, uploads and
 downloads included) beside the sum of the per-squaring times, taken with CUDA events on cuda (GPU
 time between an event before and after each squaring's calls) and as wall time with the result in
-hand otherwise. On an idle GPU with resident data the first should be close to the second.
+hand otherwise (that run steps eagerly, no batch). On an idle GPU with resident data the first
+should be close to the second. The warm-up runs a graph large enough to compile the kernels the
+big one uses (a tiny one would take the skinny GEMM kernel, leaving the compile in the timing).
 
 Check: distances from a sample of sources against ``scipy.sparse.csgraph.dijkstra`` (exact: the
 weights are small integers, exact in float32), and every recovered route walked edge by edge.
@@ -29,6 +34,7 @@ weights are small integers, exact in float32), and every recovered route walked 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
 import time
@@ -93,29 +99,44 @@ class _Timer:
 
 def start(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Host-side inputs: D (weights, 0 on the diagonal) and the one-edge next-hop table."""
-    n = w.shape[0]
     d = w.copy()
     np.fill_diagonal(d, 0.0)
-    nxt = np.where(np.isfinite(d), np.arange(n, dtype=np.int32)[None, :], -1).astype(np.int32)
-    return d, nxt
+    return d, first_hops(d, np)
+
+
+def first_hops(d, xp):
+    """The one-edge next-hop table of D (j where the edge i -> j exists, else -1), in ``xp``."""
+    n = d.shape[0]
+    return xp.where(xp.isfinite(d), xp.arange(n, dtype=np.int32)[None, :], -1).astype(np.int32)
 
 
 def all_pairs(w: np.ndarray, ctx: tg.HybridContext, quiet: bool = True, timed: bool = False):
     """Distances and next hops (numpy) for weights ``w``: :func:`start`, then :func:`square`."""
-    return square(*start(w), ctx, quiet=quiet, timed=timed)
+    return square(start(w)[0], None, ctx, quiet=quiet, timed=timed)
 
 
-def square(d: np.ndarray, nxt: np.ndarray, ctx: tg.HybridContext, quiet: bool = True,
-           timed: bool = False):
+def square(d: np.ndarray, nxt: np.ndarray | None, ctx: tg.HybridContext, quiet: bool = True,
+           timed: bool = False, batch: bool | None = None):
     """Repeated squaring from ``start``'s arrays; returns ``(dist, nxt, step_seconds)`` as numpy.
 
     ``nxt[i, j]`` is the node after ``i`` on a shortest route to ``j`` (-1: unreachable, or i == j
-    where the route is empty). ``step_seconds`` is filled only with ``timed`` (it synchronises
-    after each step, which the untimed run never does)."""
+    where the route is empty); ``nxt=None`` builds the first table where D lives (on cuda: on the
+    device, no upload). ``step_seconds`` is filled only with ``timed`` (it synchronises after each
+    step, which the untimed run never does). ``batch`` (default: not ``timed``) runs the squarings
+    inside ``ctx.batch()``."""
+    with ctx.batch() if (not timed if batch is None else batch) else contextlib.nullcontext():
+        d, nxt, steps = _square(d, nxt, ctx, quiet, timed)
+    return ctx.to_host(d), ctx.to_host(nxt), steps
+
+
+def _square(d, nxt, ctx, quiet: bool, timed: bool):
     n = d.shape[0]
     squarings = math.ceil(math.log2(n - 1)) if n > 2 else 1
+    host_d = d
     d = ctx.to_device(d)
     on_cuda = _xp(d) not in (np, None)
+    if nxt is None:
+        nxt = first_hops(d, _xp(d)) if on_cuda else first_hops(host_d, np)
     timer = _Timer(on_cuda) if timed else None
     bar = Progress("squaring", squarings, quiet=quiet)
     for step in range(squarings):
@@ -129,11 +150,11 @@ def square(d: np.ndarray, nxt: np.ndarray, ctx: tg.HybridContext, quiet: bool = 
             nxt = ctx.to_device(nxt)
         rows = xp.arange(n)[:, None]
         nxt = xp.where(k >= 0, nxt[rows, xp.maximum(k, 0)], nxt)
-        d = ctx.to_device(d2) if _xp(d2) is np else d2  # wgpu today: numpy back, so upload again
+        d = ctx.to_device(d2) if _xp(d2) is np else d2  # resident: stays (numpy only on cpu)
         if timer:
             timer.stop()
         bar.update(step + 1)
-    return ctx.to_host(d), ctx.to_host(nxt), (timer.steps if timer else [])
+    return d, nxt, (timer.steps if timer else [])
 
 
 def route(nxt: np.ndarray, i: int, j: int) -> list[int]:
@@ -195,13 +216,15 @@ def main(argv=None) -> int:
     n = args.n
     where = ctx.backend if ctx.backend != "auto" else (ctx.gpu or "cpu")  # data lives there
     print(f"graph: {n} nodes, {int(np.isfinite(w).sum())} edges; min_plus squarings ran on: {where}")
-    all_pairs(w[:8, :8], ctx)  # warm-up (kernel compiles) on a tiny graph
+    m = min(n, 256)  # warm-up (kernel compiles): the GEMM kernels of the big graph, not the skinny one
+    all_pairs(w[:m, :m], ctx)
+    all_pairs(w[:m, :m], ctx, timed=True)
     t0 = time.perf_counter()
-    d0, nxt0 = start(w)
+    d0, _ = start(w)
     t1 = time.perf_counter()
-    dist, nxt, _ = square(d0, nxt0, ctx, quiet=args.quiet)
+    dist, nxt, _ = square(d0, None, ctx, quiet=args.quiet)  # next hops start where D lives
     total = time.perf_counter() - t1
-    _, _, steps = square(d0, nxt0, ctx, timed=True)  # the same run again, timed step by step
+    _, _, steps = square(d0, None, ctx, timed=True)  # the same run again, timed step by step
     what = "CUDA events" if where == "cuda" else "wall clock, synchronised"
     print(f"inputs prepared on the host in {(t1 - t0) * 1e3:.1f} ms; end-to-end (upload, "
           f"{len(steps)} squarings, download) {total * 1e3:.1f} ms; sum of per-squaring times "

@@ -91,7 +91,7 @@ def kind_of(*xs: Any) -> tuple[str, Any]:
     """The array kind of the first array-like argument that is not numpy, else numpy.
 
     Returns ``(kind, info)``: ``("numpy", None)``, ``("cupy", None)``, ``("wgpu", None)`` (a
-    resident WgpuArray: results come back as numpy), ``("torch", device)`` (results are torch
+    resident WgpuArray: device results stay resident), ``("torch", device)`` (results are torch
     tensors on ``device``) or ``("dlpack", module)`` for a foreign device array whose result is
     converted back with ``module.from_dlpack``. A host object with only ``__dlpack__`` gives numpy.
     """
@@ -183,7 +183,9 @@ def to_kind(result: Any, kind: tuple[str, Any]) -> Any:
     k, info = kind
     if result is None:
         return None
-    if k in (NUMPY, WGPU):  # resident wgpu operands give numpy results
+    if k == WGPU:  # resident wgpu operands: a device result stays resident (host ones as they are)
+        return result.get() if is_cupy(result) else result
+    if k == NUMPY:
         return result.get() if (is_cupy(result) or is_wgpu(result)) else result
     if k == CUPY:
         return result if is_cupy(result) else _import_cupy().asarray(to_numpy(result))

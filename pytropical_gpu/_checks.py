@@ -9,6 +9,17 @@ from typing import Any
 
 import numpy as np
 
+_DT_NAMES: dict = {}
+
+
+def dt_name(dt: np.dtype) -> str:
+    """``dt.name``, remembered per dtype (numpy computes the name in Python on every access, and
+    each operation asks it several times)."""
+    n = _DT_NAMES.get(dt)
+    if n is None:
+        n = _DT_NAMES[dt] = dt.name
+    return n
+
 
 def int_arg(x: Any, where: str, name: str, lo: int | None = None, hi: int | None = None,
             integral_float: bool = False) -> int:

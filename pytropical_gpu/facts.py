@@ -34,11 +34,38 @@ class Facts:
     propagate NaN) and, for floats, the small end (smallest non-zero magnitude, subnormal count:
     what only a subnormal-flushing adapter asks). Asking costs nothing the second time."""
 
-    __slots__ = ("_x", "_xp", "_v", "dtype")
+    __slots__ = ("_x", "_xp", "_v", "dtype", "_pre", "_reader")
 
     def __init__(self, x: Any, xp: Any = np):
         self._x, self._xp, self.dtype = x, xp, np.dtype(x.dtype)
         self._v: dict = {"size": int(x.size)}
+        self._pre = self._reader = None
+
+    @classmethod
+    def lazy(cls, dtype: Any, size: int, reader: Any) -> Facts:
+        """The facts of a device result (a wgpu operation's resident output): nothing is known until
+        a fact is asked; then ``reader()`` brings the values (an array) or the facts computed on
+        the device (a dict of every fact) to the host once."""
+        f = cls.__new__(cls)
+        f._x, f._xp, f.dtype, f._v, f._pre = None, np, np.dtype(dtype), {"size": int(size)}, None
+        f._reader = reader
+        return f
+
+    @property
+    def on_device(self) -> bool:
+        """True when asking a fact not yet known would wait for the device (a device read)."""
+        return (self._reader is not None or self._pre is not None
+                or (self._xp is not np and self._x is not None))
+
+    def start(self) -> None:
+        """Queue the range reductions of a device (cupy) operand now, on the current stream, without
+        waiting: the facts asked later read their result (a batch checks them at its end)."""
+        if self._reader is None and self._pre is None and not self.computed and self._x is not None \
+                and self._x.size and self.dtype.kind in "fiu":
+            x, xp = self._x, self._xp
+            st = xp.stack([x.min(), x.max()])
+            self._pre = st.astype(np.float64) if self.dtype.kind == "f" else st
+            self._x = None  # not kept alive until the batch ends (the small end stays unknown)
 
     @classmethod
     def of_host(cls, a: np.ndarray) -> Facts:
@@ -54,9 +81,18 @@ class Facts:
 
     def _group(self, key: str) -> dict:
         v = self._v
+        if self._reader is not None:  # a device result: its facts (or values) come to the host
+            got, self._reader = self._reader(), None
+            if isinstance(got, dict):  # facts computed on the device (backends/wgpu/stats.py)
+                v.update(got)
+                return v
+            self._x = got
         if "nan" not in v:
-            v.update(_range(self._x, self._xp, self.dtype))
+            v.update(_range(self._x, self._xp, self.dtype, self._pre, v["size"]))
         if key in ("min_abs", "subnormal") and "min_abs" not in v:
+            if self._x is None:  # started on the device without its operand (cupy in a batch)
+                raise RuntimeError("Facts: the small-end facts of an operand whose range was "
+                                   "queued on the device are not known")
             v.update(_small(self._x, self._xp, self.dtype))
         if "min_abs" in v or self.dtype.kind != "f":
             self._x = None  # everything known: the operand is not needed any more
@@ -140,18 +176,21 @@ def _host(stats: Any) -> np.ndarray:
     return stats if isinstance(stats, np.ndarray) else stats.get()
 
 
-def _range(x: Any, xp: Any, dt: np.dtype) -> dict:
+def _range(x: Any, xp: Any, dt: np.dtype, pre: Any = None, size: int | None = None) -> dict:
+    """The range facts of ``x``; ``pre``: its [min, max] already reduced on the device (``x`` may
+    then be None: :meth:`Facts.start` let go of it), ``size`` its element count."""
     out = {"nan": False, "posinf": False, "neginf": False, "absmax": 0, "min": None, "max": None}
     if dt.kind != "f":
         out.update(min_abs=_INF, subnormal=0)  # no small end to learn: not a float
-    if not x.size or dt.kind not in "fiu":
+    if not (x.size if size is None else size) or dt.kind not in "fiu":
         return out
     if dt.kind == "f":
-        lo, hi = _host(xp.stack([x.min(), x.max()]).astype(np.float64)).tolist()
+        st = pre if pre is not None else xp.stack([x.min(), x.max()]).astype(np.float64)
+        lo, hi = _host(st).tolist()
         if lo != lo or hi != hi:  # min and max propagate NaN: the rest is unknown, and moot
             return dict(out, nan=True, posinf=True, neginf=True, absmax=_INF)
         return dict(out, posinf=hi == _INF, neginf=lo == -_INF, absmax=max(abs(lo), abs(hi)))
-    lo, hi = _host(xp.stack([x.min(), x.max()])).tolist()  # Python ints
+    lo, hi = _host(pre if pre is not None else xp.stack([x.min(), x.max()])).tolist()  # ints
     return dict(out, min=lo, max=hi, absmax=max(abs(lo), abs(hi)))
 
 

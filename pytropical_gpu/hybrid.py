@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .backends import get_backend
+from .batch import Batch
 from .ops._checks import bundle_operands, recheck_handle
 from .routing import DEFAULT_THRESHOLDS, OP_ALIASES, Router, requested
 from .semirings import Semiring
@@ -62,8 +63,9 @@ class HybridContext(Router):
         bind directly, no upload per call); numpy arrays, TernaryVec planes and PackedRows/PackedCols
         words become WgpuArrays, validated once here (NaN, trits). TernaryVec planes and packed
         words are checked again on every backend (they may have been changed in place since they
-        were made); operations then trust them. Operations on resident operands return numpy
-        results on wgpu (cupy on cuda). With no GPU (or backend="cpu") ``x`` is returned unchanged.
+        were made); operations then trust them. Operations on resident operands return resident
+        results (WgpuArrays on wgpu, cupy on cuda); scores and indices of dot/cosine/search come
+        back to the host. With no GPU (or backend="cpu") ``x`` is returned unchanged.
         """
         target = self.device_target()
         if target is None or target == "cpu":
@@ -74,6 +76,16 @@ class HybridContext(Router):
     def to_host(self, x: Any) -> Any:
         """Bring ``x`` back as numpy (TernaryVec/packed handles keep their type)."""
         return get_backend("cpu").to_host(x)  # the same for every backend: Backend.to_host
+
+    from_device = to_host
+
+    def batch(self) -> Batch:
+        """``with ctx.batch():`` queue the operations of the block on the device and synchronise
+        once at its end (wgpu: one command buffer; cuda: the current stream, no host waits for
+        validation inside). Checks that need device facts run at the end; see
+        :mod:`pytropical_gpu.batch`. Results inside are resident and usable by later operations."""
+        target = self.device_target()
+        return Batch(target, get_backend("wgpu").engine if target == "wgpu" else None)
 
     # ------------------------------------------------------------------ calibration
     #: :func:`pytropical_gpu.calibration.calibrate`, set by the package ``__init__``: calibration sits

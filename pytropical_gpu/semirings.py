@@ -25,6 +25,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from ._checks import dt_name
+
 __all__ = ["Semiring", "get_semiring", "semiring_names", "SemiringName"]
 
 SemiringName = Literal[
@@ -121,7 +123,7 @@ class Semiring:
     def check_dtype(self, dtype: Any, where: str = "matmul") -> np.dtype:
         """Return ``dtype`` as np.dtype, or raise TypeError naming the accepted ones."""
         dt = np.dtype(dtype)
-        if dt.name not in self.dtypes:
+        if dt_name(dt) not in self.dtypes:
             raise TypeError(
                 f"{where}: semiring {self.name!r} does not accept dtype {dt.name}; "
                 f"accepted: {', '.join(self.dtypes)}"

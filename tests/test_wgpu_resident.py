@@ -1,5 +1,6 @@
-"""wgpu device-resident operands (WgpuArray through ctx.to_device): same results as numpy operands,
-no re-upload per call, round trips, immutability, pool isolation, and other backends accepting them."""
+"""wgpu device-resident operands (WgpuArray through ctx.to_device): same results as numpy operands
+(results resident: WgpuArrays), no re-upload per call, round trips, immutability, pool isolation,
+and other backends accepting them."""
 
 from __future__ import annotations
 
@@ -89,7 +90,8 @@ def test_matmul_resident(ctx, rng, dtype, semirings):
     A, B, C = (ctx.to_device(x) for x in (a, b, c))
     for sr in semirings:
         got = ctx.matmul(A, B, sr, c=C)
-        assert type(got) is np.ndarray
+        assert _arrays.is_wgpu(got)  # resident in, resident out
+        got = ctx.to_host(got)
         np.testing.assert_array_equal(got, ctx.matmul(a, b, sr, c=c), err_msg=sr)
         np.testing.assert_allclose(got, get_backend("cpu").matmul(a, b, sr, c=c), rtol=1e-5,
                                    err_msg=sr)  # float sums may round differently on the cpu

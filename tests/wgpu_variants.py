@@ -122,6 +122,8 @@ def boolean_variants() -> list[Variant]:
 def vsa_variants() -> list[Variant]:
     out = [_v("vsa_elementwise", OP="bind", BITS=0, WG=WG), _v("vsa_dot"), _v("vsa_permute", WG=WG)]
     out += [_v("vsa_nnz", WG=WG)]
+    out += [_v("facts", KIND=k, ONE=one, WG=WG)  # the facts of resident GEMM results
+            for k in ("f32", "i32", "u32") for one in (False, True)]
     out += [_v("vsa_search", SRC=src, RPT=vsa_search.SEARCH_RPT) for src in ("score", "cand")]
     out += [_v("vsa_search_dot", **vsa_search.dot_params(qb)) for qb in vsa_search.query_blocks()]
     out += [_v("vsa_bundle", WIDTH=w, WG=WG) for w in BUNDLE_WIDTHS]

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from .. import _arrays
+from .._checks import dt_name
 from ..ops import Operations
 from ..ops._checks import recheck_handle
 from ..semirings import Semiring
@@ -121,7 +122,7 @@ class Backend(Operations):
     # ---------------------------------------------------------------- what runs here
     def _check_semiring(self, sr: Semiring, dt: np.dtype) -> None:
         """Raise if this backend cannot run ``sr`` on ``dt`` (TypeError for dtypes)."""
-        if dt.name not in self.gemm_dtypes:
+        if dt_name(dt) not in self.gemm_dtypes:
             if dt.name in _CASTS:
                 raise TypeError(f"matmul: the {self.name} backend does not support dtype {dt.name};"
                                 f" cast with .astype(np.{_CASTS[dt.name]}) (values must fit) or use "
@@ -129,7 +130,7 @@ class Backend(Operations):
             raise TypeError(f"matmul: the {self.name} backend does not support dtype {dt.name} "
                             f"(supported: {', '.join(sorted(self.gemm_dtypes))}); use backend='cpu'"
                             " or another dtype")
-        if not sr.builtin and dt.name not in self.user_dtypes:
+        if not sr.builtin and dt_name(dt) not in self.user_dtypes:
             alt = "'cpu' or 'cuda'" if dt.name in Backend.user_dtypes else "'cpu'"
             raise TypeError(f"matmul: the {self.name} backend cannot run the user-defined semiring "
                             f"{sr.name!r} on {dt.name}: {self._user_dtype_reason(dt)}; use "

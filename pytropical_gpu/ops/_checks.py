@@ -34,6 +34,8 @@ def _same_dim(where: str, a: Any, b: Any) -> None:
 
 
 def _bshape(where: str, *shapes: tuple) -> tuple:
+    if len(shapes) == 2 and shapes[0] == shapes[1]:
+        return tuple(shapes[0])
     try:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
-
-import numpy as np
 
 from .. import _arrays
 from ..types import TernaryVec
 
 
 def rows(shape: tuple) -> int:
-    return int(np.prod(shape, dtype=np.int64))
+    return math.prod(shape)
 
 
 def flat(be: Any, v: TernaryVec) -> tuple[Any, Any]:

@@ -6,11 +6,12 @@ to. ``be`` is a backend object (the kernel protocol of :mod:`pytropical_gpu.back
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
 
-from .. import _arrays, facts
+from .. import _arrays, batch, facts
 from .._checks import is_array, show
 from ..semirings import Semiring, get_semiring
 from . import gemm_shapes
@@ -39,10 +40,10 @@ def matmul(be: Any, a: Any, b: Any, semiring: str | Semiring = "max_plus", *, c:
     g = gemm_shapes.plan(A, B, C, xp)  # numpy's 1-D / N-D batch rules
     # the facts of each operand, learned once (a resident operand brings its own from to_device)
     known = {"a": facts.of(A, xp), "b": facts.of(B, xp), "c": None if C is None else facts.of(C, xp)}
-    if dt.kind == "f":
+    if dt.kind == "f":  # in a batch, a device fact not yet known is checked at the batch's end
         for name, f in known.items():
-            if f is not None and f.nan:
-                raise ValueError(f"matmul: {name} contains NaN")
+            if f is not None and not batch.defer(functools.partial(_no_nan, name, f), f):
+                _no_nan(name, f)
     be._check_operands("matmul", sr, dt, known)
     out_view = None if out is None else check_out(out, g.result, dt)
     d, idx = _run(be, g, sr, dt, return_argmax, known)
@@ -51,6 +52,11 @@ def matmul(be: Any, a: Any, b: Any, semiring: str | Semiring = "max_plus", *, c:
     if return_argmax:
         return res, _arrays.to_kind(idx.reshape(g.result), kind)
     return res
+
+
+def _no_nan(name: str, f: Any) -> None:
+    if f.nan:
+        raise ValueError(f"matmul: {name} contains NaN")
 
 
 def _run(be: Any, g: Any, sr: Semiring, dt: np.dtype, argmax: bool, known: dict):

@@ -72,7 +72,7 @@ def plan(A: Any, B: Any, C: Any, xp: Any) -> GemmShapes:
         raise ValueError(f"matmul: shapes {sa} and {sb} are not aligned ({k} != {k2})")
     ba, bb = _shape(A)[:-2], _shape(B)[:-2]
     try:
-        batch_shape = tuple(np.broadcast_shapes(ba, bb))
+        batch_shape = _bcast(ba, bb)
     except ValueError:
         raise ValueError(f"matmul: batch dimensions of shapes {sa} and {sb} do not broadcast "
                          f"({ba} vs {bb})") from None
@@ -81,7 +81,7 @@ def plan(A: Any, B: Any, C: Any, xp: Any) -> GemmShapes:
         sc = _shape(C)
         cfull = _c_full_shape(sc, a_vec, b_vec)
         try:
-            full2 = tuple(np.broadcast_shapes(full, cfull))
+            full2 = _bcast(full, cfull)
         except ValueError:
             full2 = None
         if full2 is None or full2[-2:] != (m, n):
@@ -100,6 +100,13 @@ def plan(A: Any, B: Any, C: Any, xp: Any) -> GemmShapes:
             C = xp.broadcast_to(C, tuple(cb) + (m, n))
         c3 = _to3(C, cb, batch_shape, m, n, xp)
     return GemmShapes(a3, b3, c3, batch, m, k, n, full, _drop(full, a_vec, b_vec))
+
+
+def _bcast(x: tuple, y: tuple) -> tuple:
+    """``np.broadcast_shapes(x, y)`` as a tuple, without numpy for the common equal shapes."""
+    if x == y:
+        return tuple(x)
+    return tuple(np.broadcast_shapes(x, y))
 
 
 def _c_full_shape(sc: tuple[int, ...], a_vec: bool, b_vec: bool) -> tuple[int, ...]:
@@ -133,7 +140,7 @@ def work_size(a: Any, b: Any) -> int:
     m, k = (1, sa[0]) if len(sa) == 1 else sa[-2:]
     n = 1 if len(sb) == 1 else sb[-1]
     try:
-        batch = int(np.prod(np.broadcast_shapes(sa[:-2], sb[:-2]), dtype=np.int64))
+        batch = math.prod(_bcast(tuple(sa[:-2]), tuple(sb[:-2])))
     except ValueError:
         return 0
     return batch * int(m) * int(k) * int(n)

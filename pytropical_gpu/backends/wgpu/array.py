@@ -5,9 +5,10 @@ engine's recycling pool, so nothing else can be handed that memory while the arr
 buffer is destroyed when the last array or view referring to it is garbage-collected). The wgpu
 kernels bind that buffer directly instead of uploading the operand on every call.
 
-It is immutable from the user's side: operations read it, never write it, and results come back as
-numpy arrays. Values that validation needs (NaN / inf present, integer range) are computed once when
-the array is created (``stats``) so later calls do not read the data again.
+It is immutable from the user's side: operations read it, never write it; operations on resident
+operands leave their results on the device as new WgpuArrays (:meth:`WgpuArray.adopt`). Values
+that validation needs (NaN / inf present, integer range) are computed once when the array is created
+(``stats``) so later calls do not read the data again; a result's are read once, when first asked.
 
 The engine binds it through :meth:`WgpuArray.device_buffer`; this module imports no engine and no
 WebGPU library (``_arrays`` checks the type; unpickling is registered by :mod:`.device`).
@@ -15,7 +16,9 @@ WebGPU library (``_arrays`` checks the type; unpickling is registered by :mod:`.
 
 from __future__ import annotations
 
+import functools
 import logging
+import math
 import operator
 import weakref
 from typing import Any
@@ -30,13 +33,28 @@ log = logging.getLogger("pytropical_gpu")
 
 
 class _Storage:
-    """The owned device buffer (shared by an array and its views); destroyed when collected."""
+    """The owned device buffer (shared by an array and its views); destroyed when collected, or,
+    for an operation's result (a pool buffer handed over), given back to the engine's pool.
+    ``error``: why the contents are not valid (a batch that was discarded or failed), else None."""
 
-    __slots__ = ("engine", "handle", "nbytes", "capacity", "__weakref__")
+    __slots__ = ("engine", "handle", "nbytes", "capacity", "error", "pooled", "__weakref__")
 
-    def __init__(self, engine, handle, nbytes: int, capacity: int):
+    def __init__(self, engine, handle, nbytes: int, capacity: int, pooled: bool = False):
         self.engine, self.handle, self.nbytes, self.capacity = engine, handle, nbytes, capacity
-        weakref.finalize(self, _destroy, engine.rt, handle)
+        self.error, self.pooled = None, pooled
+        if not pooled:
+            weakref.finalize(self, _destroy, engine.rt, handle)
+
+    def __del__(self):
+        if self.pooled:  # back to the pool (a deque append: safe from any thread, under no lock)
+            try:
+                self.engine.pool.returned.append((self.capacity, self.handle))
+            except Exception:  # pragma: no cover - interpreter shutdown
+                pass
+
+    def check(self) -> None:
+        if self.error is not None:
+            raise RuntimeError(f"WgpuArray: no valid contents: {self.error}")
 
 
 def _destroy(rt, handle) -> None:
@@ -91,10 +109,26 @@ class WgpuArray:
         self.stats = _stats(a)
         return self
 
-    def _view(self, shape: tuple, offset: int) -> WgpuArray:
+    @classmethod
+    def adopt(cls, eng, buf: DeviceBuffer, dtype, shape: tuple) -> WgpuArray:
+        """An operation's result left on the device: ``buf`` (a pool buffer the kernel wrote) now
+        belongs to the array and goes back to the pool when the array is collected. Its facts are
+        learned when first asked (:meth:`pytropical_gpu.facts.Facts.lazy`: one read then)."""
+        kept = eng.pool.adopt(buf)
+        self = object.__new__(cls)
+        self._storage = _Storage(eng, kept.handle, buf.nbytes, kept.capacity, pooled=True)
+        self.shape, self.dtype, self.offset = tuple(int(s) for s in shape), np.dtype(dtype), 0
+        self.stats = Facts.lazy(self.dtype, self.size, functools.partial(_read, self._storage,
+                                                                         self.dtype, self.shape))
+        if eng.recording is not None:  # alive until submitted: a recorded command writes it, and
+            eng.made.append(weakref.ref(self._storage))  # a queue write into a recycled buffer
+            eng._keep.append(self._storage)  # would land before that command
+        return self
+
+    def _view(self, shape: tuple, offset: int, ints: bool = False) -> WgpuArray:
         v = object.__new__(WgpuArray)
         v._storage, v.dtype, v.stats = self._storage, self.dtype, self.stats
-        v.shape, v.offset = tuple(int(s) for s in shape), int(offset)
+        v.shape, v.offset = (shape if ints else tuple(int(s) for s in shape)), int(offset)
         return v
 
     # ------------------------------------------------------------------ numpy-like facts
@@ -104,7 +138,7 @@ class WgpuArray:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     @property
     def nbytes(self) -> int:
@@ -123,6 +157,7 @@ class WgpuArray:
         """This array as a kernel operand on ``eng``: its own buffer bound in place (no copy); for a
         view whose offset the device cannot bind, one device-side copy into a pooled buffer; made
         on another device, or a sub-word view, one host round trip."""
+        self._storage.check()
         n = self.nbytes
         if self._storage.engine is not eng or self.offset % 4:
             return eng.upload(self.get())
@@ -131,7 +166,7 @@ class WgpuArray:
                                 owner=self._storage)
         # an unaligned view (a row chunk): one device-side copy, nothing crosses the bus
         buf = eng.pool.acquire(n)
-        eng.rt.submit([Copy(self.handle, self.offset, buf.handle, 0, _round4(n))])
+        eng.submit([Copy(self.handle, self.offset, buf.handle, 0, _round4(n))])  # (a batch records it)
         eng.count("resident_copies")
         return buf
 
@@ -147,10 +182,12 @@ class WgpuArray:
     def get(self) -> np.ndarray:
         """A new numpy array with the contents (one device read)."""
         eng = self._storage.engine
+        self._storage.check()
         n = self.nbytes
         if n == 0:
             return np.empty(self.shape, self.dtype)
         with eng.lock:
+            eng.flush()  # inside a batch: the recorded commands that write it go first
             raw = eng.rt.read(self.handle, self.offset, (n + 3) & ~3)
         return np.frombuffer(raw, np.uint8, count=n).view(self.dtype).reshape(self.shape).copy()
 
@@ -164,15 +201,21 @@ class WgpuArray:
         """A view with another shape sharing the buffer (one ``-1`` allowed)."""
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
-        shape = tuple(operator.index(s) for s in shape)
+        if shape == self.shape:
+            return self
+        shape = tuple(map(operator.index, shape))
+        if -1 not in shape:  # the common case, kept short: operations reshape on every call
+            if math.prod(shape) != self.size:
+                raise ValueError(f"WgpuArray.reshape: cannot reshape {self.shape} into {shape}")
+            return self._view(shape, self.offset, True)
         if shape.count(-1) > 1:
             raise ValueError("WgpuArray.reshape: only one dimension may be -1")
         if -1 in shape:
-            known = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
+            known = math.prod(s for s in shape if s != -1)
             if known == 0 or self.size % known:
                 raise ValueError(f"WgpuArray.reshape: cannot reshape {self.shape} into {shape}")
             shape = tuple(self.size // known if s == -1 else s for s in shape)
-        if int(np.prod(shape, dtype=np.int64)) != self.size:
+        if math.prod(shape) != self.size:
             raise ValueError(f"WgpuArray.reshape: cannot reshape {self.shape} into {shape}")
         return self._view(shape, self.offset)
 
@@ -195,7 +238,7 @@ class WgpuArray:
                 raise TypeError("WgpuArray: Ellipsis indexing is not supported on device; .get() first")
             if ax >= len(shape):
                 raise IndexError(f"WgpuArray: too many indices for shape {shape}")
-            stride = int(np.prod(shape[ax + 1:], dtype=np.int64)) * item
+            stride = math.prod(shape[ax + 1:]) * item
             if isinstance(kk, slice):
                 start, stop, step = kk.indices(shape[ax])
                 if step != 1:
@@ -228,6 +271,13 @@ class WgpuArray:
     # ------------------------------------------------------------------ immutability
     def __setitem__(self, key, value):
         raise TypeError("WgpuArray is read-only; modify a host copy (.get()) and call to_device again")
+
+
+def _read(storage: _Storage, dtype, shape: tuple) -> np.ndarray:
+    """The contents of a whole storage as numpy (what a result's lazy facts read)."""
+    a = object.__new__(WgpuArray)
+    a._storage, a.dtype, a.shape, a.offset, a.stats = storage, dtype, shape, 0, None
+    return a.get()
 
 
 def _stats(a: np.ndarray) -> Facts:

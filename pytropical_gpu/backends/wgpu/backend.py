@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from ... import _arrays, facts
+from ... import _arrays, batch, facts
+from ..._checks import dt_name
 from ...semirings import Semiring, get_semiring
 from ..base import Backend
 from . import boolean, flush, gemm, vsa
@@ -77,12 +78,17 @@ class WgpuBackend(Backend):
         return None if got is None else got[1]
 
     def _check_operands(self, op: str, sr: Semiring, dt, known: dict[str, Any]) -> None:
-        got = self._flush_rule(op, sr, dt, {k: v for k, v in known.items() if v is not None})
-        if got is not None:
-            raise got[0](got[1])
+        if not self.flushes_subnormals:
+            return
+        def check():
+            got = self._flush_rule(op, sr, dt, {k: v for k, v in known.items() if v is not None})
+            if got is not None:
+                raise got[0](got[1])
+        if not batch.defer(check, *known.values()):  # in a batch: at its end if facts are pending
+            check()
 
     def _check_semiring(self, sr: Semiring, dt: np.dtype) -> None:
-        if dt.name == "float64":
+        if dt_name(dt) == "float64":
             raise TypeError("matmul: the wgpu backend does not support float64 (WGSL has no f64 in "
                             "core); use float32, or backend='cpu'/'cuda' for float64")
         super()._check_semiring(sr, dt)

@@ -52,17 +52,31 @@ class Engine:
         self.limits = rt.limits
         self.pool = BufferPool(rt)
         self._pipelines: OrderedDict[tuple, object] = OrderedDict()
+        self._keys: dict = {}  # cheap key -> pipeline-cache key (see pipeline)
         self.stats = {"compiles": 0, "hits": 0, "evictions": 0}
         self.lock = OpLock(self.pool)
         #: set by get_engine from the known-answer check (:mod:`.selfcheck`)
         self.selfcheck = None
         #: the adapter flushes subnormal floats to zero (WGSL allows it): see :mod:`.flush`
         self.flushes_subnormals = False
+        #: commands recorded by a batch (:meth:`record`), else None: :meth:`submit` appends here
+        self.recording: list | None = None
+        #: what recorded commands bind (resident storages) and the results made while recording
+        self._keep: list = []
+        self.made: list = []
 
     # ------------------------------------------------------------------ pipelines
-    def pipeline(self, template: str, **params):
-        """The compiled pipeline of ``template`` with ``params`` (compiled once, then cached)."""
-        key = (template, tuple(sorted(params.items())))
+    def pipeline(self, template: str, _key: tuple | None = None, **params):
+        """The compiled pipeline of ``template`` with ``params`` (compiled once, then cached).
+        ``_key``: a hashable that identifies ``(template, params)`` and is cheaper to make."""
+        if _key is None:
+            key = (template, tuple(sorted(params.items())))
+        else:  # the cache keys stay (template, sorted params): _key only skips making them
+            key = self._keys.get(_key)
+            if key is None:
+                if len(self._keys) > 8 * self.max_pipelines:
+                    self._keys.clear()
+                key = self._keys[_key] = (template, tuple(sorted(params.items())))
         p = self._pipelines.get(key)
         if p is not None:
             self.stats["hits"] += 1
@@ -103,7 +117,10 @@ class Engine:
         ``device_buffer``) hands over its own buffer, bound in place where it can be."""
         resident = getattr(arr, "device_buffer", None)
         if resident is not None:
-            return resident(self)
+            buf = resident(self)
+            if self.recording is not None:
+                self._keep.append(buf.owner)  # alive until the recorded commands are submitted
+            return buf
         a = np.ascontiguousarray(arr)
         buf = self.pool.acquire(a.nbytes)
         raw = a.reshape(-1).view(np.uint8)
@@ -116,6 +133,7 @@ class Engine:
         self.stats[stat] = self.stats.get(stat, 0) + 1
 
     def download(self, buf: DeviceBuffer, dtype, shape, offset: int = 0) -> np.ndarray:
+        self.flush()  # a host value is demanded: what a batch recorded goes first
         dt = np.dtype(dtype)
         n = int(np.prod(shape)) * dt.itemsize
         raw = self.rt.read(buf.handle, offset, _round4(n))
@@ -128,7 +146,42 @@ class Engine:
 
     # ------------------------------------------------------------------ commands
     def submit(self, commands) -> None:
+        """Submit ``commands`` now, or, while a batch records, append them to its command list."""
+        if self.recording is not None:
+            self.recording.extend(commands)
+            self.count("recorded")
+            return
         self.rt.submit(commands)
+
+    def record(self) -> None:
+        """Start recording (under :attr:`lock`, held by the batch): commands wait for :meth:`flush`,
+        released pool buffers are recycled only after it."""
+        self.recording, self.pool.hold = [], []
+        self._keep, self.made = [], []
+
+    def flush(self) -> None:
+        """Submit what was recorded as one command buffer (recording goes on); then recycle the
+        buffers released meanwhile (queue writes after a submit are ordered after it)."""
+        if self.recording:
+            cmds, self.recording = self.recording, []
+            self.rt.submit(cmds)
+            self.count("batch_submits")
+        self._keep = []
+        held, self.pool.hold = self.pool.hold, None
+        for b in held or ():
+            self.pool.release(b)
+        if self.recording is not None:
+            self.pool.hold = []
+
+    def stop(self, submit: bool = True) -> list:
+        """End recording: submit what was recorded (``submit``) or drop it (the batch failed).
+        Returns the weak references to the results made while recording."""
+        if not submit and self.recording is not None:
+            self.recording = []
+        self.flush()
+        made, self.recording, self.made = self.made, None, []
+        self.flush()  # the buffers held while recording go back to the pool
+        return made
 
     def sync(self) -> None:
         self.rt.sync()

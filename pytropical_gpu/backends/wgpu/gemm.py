@@ -15,9 +15,10 @@ import numpy as np
 
 from ... import facts
 from ...semirings import Semiring
+from . import stats
 from .array import host
 from .engine import WG, Engine, pack_params
-from .readback import download_all
+from .readback import finish, resident, upload_result
 from .templating import WGSL_TYPES, literal
 
 #: the big tile (min_plus f32 8192^3 on an H200 through Vulkan: 20.6 TOPS; BK=8 gave 19.6)
@@ -67,8 +68,22 @@ def user_dtype_reason(dt: np.dtype) -> str:
     return f"user-defined semirings run on {', '.join(sorted(USER_DTYPES))} in WGSL"
 
 
+_CODES: dict = {}
+
+
 def semiring_code(sr: Semiring, dt: np.dtype, special: bool) -> SemiringCode:
-    """``special``: operands contain the zero/inf (float) or may saturate (int): guard ⊗."""
+    """``special``: operands contain the zero/inf (float) or may saturate (int): guard ⊗.
+    A builtin semiring's code is made once per (dtype, guard) and remembered."""
+    if sr.builtin:
+        key = (sr.name, dt, special)
+        code = _CODES.get(key)
+        if code is None:
+            code = _CODES[key] = _semiring_code(sr, dt, special)
+        return code
+    return _semiring_code(sr, dt, special)
+
+
+def _semiring_code(sr: Semiring, dt: np.dtype, special: bool) -> SemiringCode:
     T = WGSL_TYPES[dt.name]
     zero = literal(sr.zero_for(dt), dt)
     one = literal(sr.one_for(dt), dt)
@@ -108,11 +123,16 @@ def gemm(eng: Engine, a: np.ndarray, b: np.ndarray, sr: Semiring, c, argmax: boo
     bc = 0 if c is None else c.shape[0]
     batch = max(ba, bb, bc)
     fa, fb = (known["a"], known["b"]) if known else (facts.of(a), facts.of(b))
-    code = semiring_code(sr, dt, facts.guard_needed(sr, dt, fa, fb))
+    keep = resident(a, b, c)
+    # inside a batch, facts of results not yet read are not waited for: the guarded ⊗ is exact
+    # for every operand (and gives the same values where the guard is not needed)
+    special = (sr.guarded and eng.recording is not None and not (fa.computed and fb.computed)) \
+        or facts.guard_needed(sr, dt, fa, fb)
+    code = semiring_code(sr, dt, special)
     kname, kp = choose_kernel(m, n, k, argmax)
-    pipe = eng.pipeline(kname, **code.params(), **kp, HAS_C=c is not None)
-    d = np.empty((batch, m, n), dt)
-    idx = np.empty((batch, m, n), np.int32) if argmax else None
+    has_c = c is not None
+    pipe = eng.pipeline(kname, _key=(kname, code, tuple(kp.items()), has_c), **code.params(), **kp,
+                        HAS_C=has_c)
     item = dt.itemsize
     lim = eng.max_binding
     wmax = eng.limits.max_workgroups_per_dim
@@ -139,6 +159,9 @@ def gemm(eng: Engine, a: np.ndarray, b: np.ndarray, sr: Semiring, c, argmax: boo
         # blocks are strided sub-matrices: resident operands come to the host once for the tiling
         why = "GEMM beyond one binding is tiled on the host"
         a, b, c = host(a, why), host(b, why), host(c, why)
+    if not (keep and whole):  # the result assembled on the host
+        d = np.empty((batch, m, n), dt)
+        idx = np.empty((batch, m, n), np.int32) if argmax else None
     for (b0, b1, m0, m1, n0, n1) in plans:
         nbat = b1 - b0
         if whole:
@@ -161,14 +184,23 @@ def gemm(eng: Engine, a: np.ndarray, b: np.ndarray, sr: Semiring, c, argmax: boo
         a_bs = mm * k if ab.shape[0] > 1 else 0
         b_bs = k * nn if bbuf.shape[0] > 1 else 0
         c_bs = mm * nn if (cbk is not None and cbk.shape[0] > 1) else 0
-        eng.submit([make_dispatch(eng, pipe, kname, kp, binds, mm, nn, k, nbat, a_bs, b_bs, c_bs)])
+        cmds = [make_dispatch(eng, pipe, kname, kp, binds, mm, nn, k, nbat, a_bs, b_bs, c_bs)]
         outs = [(dbuf, dt, (nbat, mm, nn))] + ([(ibuf, np.int32, (nbat, mm, nn))] if argmax else [])
-        got = download_all(eng, *outs)
+        if keep and whole:  # the whole result in one block: it stays where the kernel wrote it,
+            st = stats.record(eng, dbuf, dt, nbat * mm * nn)  # its facts computed beside it
+            eng.submit(cmds + ([st[0]] if st else []))
+            got = finish(eng, True, *outs)
+            if st:
+                got[0].stats = facts.Facts.lazy(dt, got[0].size, st[1])
+            eng.release(*bufs)
+            return got[0], (got[1] if argmax else None)
+        eng.submit(cmds)
+        got = finish(eng, False, *outs)
         d[b0:b1, m0:m1, n0:n1] = got[0]
         if argmax:
             idx[b0:b1, m0:m1, n0:n1] = got[1]
         eng.release(*bufs, dbuf, ibuf)
-    return d, idx
+    return upload_result(eng, keep, d), (None if idx is None else upload_result(eng, keep, idx))
 
 
 def make_dispatch(eng: Engine, pipe, kname: str, kp: dict, binds, m: int, n: int, k: int,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import defaultdict
+from collections import defaultdict, deque
 from dataclasses import dataclass
 
 from ...errors import DeviceMemoryError
@@ -56,6 +56,13 @@ class BufferPool:
         self.created = 0
         #: buffers handed out during the current operation (see :class:`OpLock`), else None
         self._scope: list[DeviceBuffer] | None = None
+        #: while a batch records (see :mod:`.engine`): released buffers wait here until the
+        #: recorded commands are submitted (a queue write into a recycled buffer would otherwise
+        #: land before the recorded commands that still read it)
+        self.hold: list[DeviceBuffer] | None = None
+        #: (capacity, handle) of resident results given back by their finalizers (any thread;
+        #: deque appends are atomic); taken back into the free lists under the lock
+        self.returned: deque = deque()
 
     def _class(self, nbytes: int) -> int:
         """Size class: powers of two up to 64 MiB, then multiples of 16 MiB (bounded by the limit)."""
@@ -64,6 +71,11 @@ class BufferPool:
         return max(n, min(c, self.rt.limits.max_buffer_size))
 
     def acquire(self, nbytes: int) -> DeviceBuffer:
+        while self.returned:
+            c, h = self.returned.popleft()
+            self._free[c].append(h)
+            self.free_bytes += c
+            self.live_bytes -= c
         cap = self._class(nbytes)
         lst = self._free.get(cap)
         if lst:
@@ -108,11 +120,22 @@ class BufferPool:
             self.release(b)
         return len(held)
 
+    def adopt(self, buf: DeviceBuffer) -> DeviceBuffer:
+        """Hand ``buf`` over to a resident result: the operation's scope no longer releases it (its
+        owner gives the handle back through :attr:`returned`). Returns the buffer to keep."""
+        kept = DeviceBuffer(buf.handle, buf.nbytes, buf.capacity)
+        buf.handle = None
+        return kept
+
     def release(self, buf: DeviceBuffer) -> None:
         if buf is None or buf.handle is None:
             return
         if not buf.pooled:  # a resident array's own buffer: never recycled
             buf.handle = buf.owner = None
+            return
+        if self.hold is not None:  # recording: recycle only after the recorded commands are submitted
+            self.hold.append(DeviceBuffer(buf.handle, buf.nbytes, buf.capacity))
+            buf.handle = None
             return
         self.live_bytes -= buf.capacity
         self._free[buf.capacity].append(buf.handle)

@@ -3,13 +3,14 @@
 A kernel with two outputs (bind's planes, a GEMM's values and argmax) would otherwise wait for the
 device twice. Here the outputs are copied on the device into one staging buffer, one after the
 other, and read back together: one wait, one map. Outputs too large to share one buffer are read
-one by one.
+one by one. :func:`finish` instead leaves them on the device when the operands were resident.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .array import WgpuArray
 from .engine import Engine
 from .pool import DeviceBuffer
 
@@ -40,4 +41,22 @@ def download_all(eng: Engine, *items: tuple[DeviceBuffer, object, tuple]) -> lis
     return out
 
 
-__all__ = ["download_all"]
+def resident(*xs) -> bool:
+    """Whether an operation on these operands leaves its results on the device (any is resident)."""
+    return any(isinstance(x, WgpuArray) for x in xs)
+
+
+def finish(eng: Engine, keep: bool, *items: tuple[DeviceBuffer, object, tuple]) -> list:
+    """The outputs of one operation: left on the device as WgpuArrays (``keep``: no read, no wait)
+    or downloaded together (:func:`download_all`)."""
+    if keep:
+        return [WgpuArray.adopt(eng, buf, dt, shape) for buf, dt, shape in items]
+    return download_all(eng, *items)
+
+
+def upload_result(eng: Engine, keep: bool, x):
+    """A result computed in pieces on the host side: back on the device when it should be resident."""
+    return WgpuArray.from_numpy(x, eng) if keep else x
+
+
+__all__ = ["download_all", "finish", "resident", "upload_result"]

@@ -232,9 +232,13 @@ class DawnRuntime(Runtime):
         enc = webgpu.wgpuDeviceCreateCommandEncoder(self.device, webgpu.WGPUCommandEncoderDescriptor())
         groups_made = []
         ui = 0
+        cpass = pipe = None  # consecutive dispatches share one compute pass (WebGPU orders them)
         try:
             for cmd in commands:
                 if isinstance(cmd, Copy):
+                    if cpass is not None:
+                        self._end_pass(cpass)
+                        cpass = pipe = None
                     webgpu.wgpuCommandEncoderCopyBufferToBuffer(
                         enc, cmd.src.handle, int(cmd.src_offset), cmd.dst.handle, int(cmd.dst_offset),
                         int(cmd.size))
@@ -253,20 +257,27 @@ class DawnRuntime(Runtime):
                 bg_desc.entries = arr
                 bg = webgpu.wgpuDeviceCreateBindGroup(self.device, bg_desc)
                 groups_made.append(bg)
-                cpass = webgpu.wgpuCommandEncoderBeginComputePass(
-                    enc, webgpu.WGPUComputePassDescriptor())
-                webgpu.wgpuComputePassEncoderSetPipeline(cpass, cmd.pipeline.handle)
+                if cpass is None:
+                    cpass = webgpu.wgpuCommandEncoderBeginComputePass(
+                        enc, webgpu.WGPUComputePassDescriptor())
+                if cmd.pipeline is not pipe:
+                    webgpu.wgpuComputePassEncoderSetPipeline(cpass, cmd.pipeline.handle)
+                    pipe = cmd.pipeline
                 webgpu.wgpuComputePassEncoderSetBindGroup(cpass, 0, bg, 0, None)
                 gx, gy, gz = (int(g) for g in cmd.groups)
                 webgpu.wgpuComputePassEncoderDispatchWorkgroups(cpass, gx, gy, gz)
-                webgpu.wgpuComputePassEncoderEnd(cpass)
-                webgpu.wgpuComputePassEncoderRelease(cpass)
+            cpass = self._end_pass(cpass) if cpass is not None else None
             self._finish_submit(enc)
         finally:
             for bg in groups_made:
                 webgpu.wgpuBindGroupRelease(bg)
         self._tick()
         self._check()
+
+    def _end_pass(self, cpass) -> None:
+        self._w.wgpuComputePassEncoderEnd(cpass)
+        self._w.wgpuComputePassEncoderRelease(cpass)
+        return None
 
     def sync(self) -> None:
         webgpu = self._w

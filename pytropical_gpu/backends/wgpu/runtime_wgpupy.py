@@ -37,6 +37,15 @@ def _wgpu():
     return wgpu
 
 
+def _raw():
+    """wgpu-py's cffi handle and wgpu-native library, or None when this wgpu-py has no such module."""
+    try:
+        from wgpu.backends.wgpu_native._ffi import ffi, lib
+    except ImportError:  # pragma: no cover
+        return None
+    return ffi, lib
+
+
 def _info(adapter) -> AdapterInfo:
     inf = dict(adapter.info)
     fallback = bool(inf.get("is_fallback_adapter", False) or getattr(adapter, "is_fallback_adapter",
@@ -198,10 +207,67 @@ class WgpuPyRuntime(Runtime):
     def submit(self, commands: Sequence[Dispatch | Copy]) -> None:
         blobs = [bytes(c.params) for c in commands if isinstance(c, Dispatch) and c.params is not None]
         offs = self._write_uniforms(blobs) if blobs else []
+        raw = _raw()
+        if raw is None:  # pragma: no cover - a wgpu-py without its cffi module
+            return self._submit_objects(commands, blobs, offs)
+        ffi, lib = raw
+        enc = self.device.create_command_encoder()
+        groups, ui = [], 0
+        # consecutive dispatches share one compute pass (each dispatch is its own usage scope:
+        # WebGPU orders one's writes before the next one's reads); bind groups are made through
+        # wgpu-native's C API directly (wgpu-py's create_bind_group costs ~100 us of Python each)
+        p = pipe = None
+        try:
+            for cmd in commands:
+                if isinstance(cmd, Copy):
+                    if p is not None:
+                        p.end()
+                        p = pipe = None
+                    enc.copy_buffer_to_buffer(cmd.src, cmd.src_offset, cmd.dst, cmd.dst_offset,
+                                              cmd.size)
+                    continue
+                ranges = storage_ranges(cmd)
+                n = len(ranges) + (cmd.params is not None)
+                arr = ffi.new("WGPUBindGroupEntry[]", n)
+                i = 0
+                if cmd.params is not None:
+                    e = arr[0]
+                    e.binding, e.buffer = 0, self._uniform._internal
+                    e.offset, e.size = offs[ui], uniform_size(blobs[ui])
+                    ui, i = ui + 1, 1
+                for slot, buf, off, size in ranges:
+                    e = arr[i]
+                    e.binding, e.buffer, e.offset, e.size = slot, buf._internal, off, size
+                    i += 1
+                desc = ffi.new("WGPUBindGroupDescriptor *")
+                desc.layout, desc.entryCount, desc.entries = cmd.pipeline._pt_bgl._internal, n, arr
+                bg = lib.wgpuDeviceCreateBindGroup(self.device._internal, desc)
+                groups.append(bg)
+                if p is None:
+                    p = enc.begin_compute_pass()
+                if cmd.pipeline is not pipe:
+                    p.set_pipeline(cmd.pipeline)
+                    pipe = cmd.pipeline
+                lib.wgpuComputePassEncoderSetBindGroup(p._internal, 0, bg, 0, ffi.NULL)
+                gx, gy, gz = cmd.groups
+                lib.wgpuComputePassEncoderDispatchWorkgroups(p._internal, int(gx), int(gy), int(gz))
+            if p is not None:
+                p.end()
+            self.queue.submit([enc.finish()])
+        finally:
+            for bg in groups:
+                lib.wgpuBindGroupRelease(bg)
+
+    def _submit_objects(self, commands, blobs, offs) -> None:
+        """:meth:`submit` through wgpu-py's object API only."""
         enc = self.device.create_command_encoder()
         ui = 0
+        p = pipe = None
         for cmd in commands:
             if isinstance(cmd, Copy):
+                if p is not None:
+                    p.end()
+                    p = pipe = None
                 enc.copy_buffer_to_buffer(cmd.src, cmd.src_offset, cmd.dst, cmd.dst_offset, cmd.size)
                 continue
             entries = []
@@ -212,10 +278,14 @@ class WgpuPyRuntime(Runtime):
             entries += [{"binding": slot, "resource": {"buffer": buf, "offset": off, "size": size}}
                         for slot, buf, off, size in storage_ranges(cmd)]
             bg = self.device.create_bind_group(layout=cmd.pipeline._pt_bgl, entries=entries)
-            p = enc.begin_compute_pass()
-            p.set_pipeline(cmd.pipeline)
+            if p is None:
+                p = enc.begin_compute_pass()
+            if cmd.pipeline is not pipe:
+                p.set_pipeline(cmd.pipeline)
+                pipe = cmd.pipeline
             p.set_bind_group(0, bg)
             p.dispatch_workgroups(*cmd.groups)
+        if p is not None:
             p.end()
         self.queue.submit([enc.finish()])
 

@@ -14,27 +14,34 @@ from . import vsa_long as long
 from . import vsa_search
 from .array import WgpuArray, host
 from .engine import WG, Engine, pack_params
-from .readback import download_all
+from .readback import download_all, finish, resident, upload_result
 from .vsa_long import chunks as _chunks
 from .vsa_search import SEARCH_RPT, TOPK_MAX, exact_words  # noqa: F401 (the backend's names)
 
 
 def bind(eng: Engine, ap, an, bp, bn):
     shape = ap.shape
-    flat = [x.reshape(-1) if isinstance(x, WgpuArray) else np.ascontiguousarray(x).reshape(-1)
+    total = ap.size
+    keep = resident(ap, an, bp, bn)
+    pipe = eng.pipeline("vsa_elementwise", _key=("bind",), OP="bind", BITS=0, WG=WG)
+    chunks = list(_chunks(total, eng.max_binding // 4))
+    flat = [x if len(chunks) == 1 else  # one chunk: the buffers as they are (no views to make)
+            x.reshape(-1) if isinstance(x, WgpuArray) else np.ascontiguousarray(x).reshape(-1)
             for x in (ap, an, bp, bn)]
-    total = flat[0].size
-    op, on = np.empty(total, np.uint32), np.empty(total, np.uint32)
-    pipe = eng.pipeline("vsa_elementwise", OP="bind", BITS=0, WG=WG)
-    for s, e in _chunks(total, eng.max_binding // 4):
-        ins = [eng.upload(x[s:e]) for x in flat]
+    op, on = (np.empty(total, np.uint32), np.empty(total, np.uint32))
+    for s, e in chunks:
+        ins = [eng.upload(x if len(chunks) == 1 else x[s:e]) for x in flat]
         outs = [eng.alloc((e - s) * 4) for _ in range(2)]
         gx, gy, _ = eng.grid(-(-(e - s) // WG))
         eng.submit([eng.dispatch(pipe, [b.binding() for b in ins + outs], (gx, gy, 1),
                                  pack_params(e - s, gx, 0, 0))])
+        if keep and len(chunks) == 1:  # the result stays on the device
+            rp, rn = finish(eng, True, *[(o, np.uint32, shape) for o in outs])
+            eng.release(*ins)
+            return rp, rn
         op[s:e], on[s:e] = download_all(eng, *[(o, np.uint32, (e - s,)) for o in outs])
         eng.release(*ins, *outs)
-    return op.reshape(shape), on.reshape(shape)
+    return upload_result(eng, keep, op.reshape(shape)), upload_result(eng, keep, on.reshape(shape))
 
 
 def bundle(eng: Engine, p, n, threshold: int):
@@ -45,9 +52,10 @@ def bundle(eng: Engine, p, n, threshold: int):
     # WIDTH and the u32 parameter small; threshold >= 2**30 once emitted an invalid WIDTH=33 shader)
     threshold = min(int(threshold), v + 1)
     width = max(v, threshold).bit_length() + 2
-    pipe = eng.pipeline("vsa_bundle", WIDTH=width, WG=WG)
+    pipe = eng.pipeline("vsa_bundle", _key=("bundle", width), WIDTH=width, WG=WG)
     op, on = np.empty(r, np.uint32), np.empty(r, np.uint32)
     chunks = list(_chunks(r, eng.max_binding // (4 * v)))
+    keep = resident(p, n)
     if len(chunks) > 1:  # column blocks are strided: resident planes come to the host once
         p, n = host(p, "bundle beyond one binding"), host(n, "bundle beyond one binding")
     for s, e in chunks:
@@ -56,9 +64,13 @@ def bundle(eng: Engine, p, n, threshold: int):
         gx, gy, _ = eng.grid(-(-(e - s) // WG))
         eng.submit([eng.dispatch(pipe, [b.binding() for b in ins + outs], (gx, gy, 1),
                                  pack_params(v, e - s, threshold, gx))])
+        if keep and len(chunks) == 1:
+            rp, rn = finish(eng, True, *[(o, np.uint32, (r,)) for o in outs])
+            eng.release(*ins)
+            return rp, rn
         op[s:e], on[s:e] = download_all(eng, *[(o, np.uint32, (e - s,)) for o in outs])
         eng.release(*ins, *outs)
-    return op, on
+    return upload_result(eng, keep, op), upload_result(eng, keep, on)
 
 
 def _wpt(w: int) -> int:
@@ -130,22 +142,30 @@ def permute(eng: Engine, p, n, dim: int, shifts: int):
     """Cyclic shift by ``shifts`` (0 <= shifts < dim) of every row: whole rows per dispatch, or, for
     rows beyond one binding, output word ranges each reading its source window(s) of the row."""
     rows, w = p.shape
-    pipe = eng.pipeline("vsa_permute", WG=WG)
+    keep = resident(p, n)
+    pipe = eng.pipeline("vsa_permute", _key=("permute",), WG=WG)
     outs = []
     for x in (p, n):
         out = np.empty((rows, w), np.uint32)
         if long.is_long(eng, w):
-            outs.append(long.permute_long(eng, pipe, x, dim, shifts))
+            outs.append(upload_result(eng, keep, long.permute_long(eng, pipe, x, dim, shifts)))
             continue
-        for r0, r1 in _chunks(rows, eng.max_binding // (4 * w)):
+        chunks = list(_chunks(rows, eng.max_binding // (4 * w)))
+        for r0, r1 in chunks:
             src = eng.upload(x[r0:r1])
             dst = eng.alloc((r1 - r0) * w * 4)
             total = (r1 - r0) * w
             gx, gy, _ = eng.grid(-(-total // WG))
             eng.submit([eng.dispatch(pipe, [src.binding(), src.binding(), dst.binding()],
                                      (gx, gy, 1), pack_params(total, w, dim, shifts, gx, w, 0, 0))])
+            if keep and len(chunks) == 1:
+                out = finish(eng, True, (dst, np.uint32, (rows, w)))[0]
+                eng.release(src)
+                break
             out[r0:r1] = eng.download(dst, np.uint32, (r1 - r0, w))
             eng.release(src, dst)
+        else:
+            out = upload_result(eng, keep, out)
         outs.append(out)
     return outs[0], outs[1]
 
@@ -194,4 +214,4 @@ def harden(eng: Engine, sign, mag, threshold: int):
                                  (gx, gy, 1), pack_params(e - s, gx, threshold, 0))])
         op[s:e], on[s:e] = download_all(eng, *[(o, np.uint32, (e - s,)) for o in outs])
         eng.release(sb, mbuf, *outs)
-    return op.reshape(shape), on.reshape(shape)
+    return op.reshape(shape), on.reshape(shape)  # soft counters live on the host
