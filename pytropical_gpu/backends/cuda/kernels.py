@@ -187,7 +187,9 @@ def module_specs() -> list[ModuleSpec]:
         user = Semiring(f"user_{dt}", np.maximum, np.minimum, -np.inf, np.inf, dtypes=(dt,),
                         cuda_add=add, cuda_mul=mul, selective=add.startswith("fmax"))
         specs.append(gemm_spec(user, np.dtype(dt)))
-    specs += [BOOLEAN, VSA, VSA_VEC]
+    from .search_launch import SEARCH  # the search module's own launch file names its kernels
+
+    specs += [BOOLEAN, VSA, VSA_VEC, SEARCH]
     return specs
 
 

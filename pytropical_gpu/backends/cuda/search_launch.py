@@ -1,0 +1,131 @@
+"""Item-memory search on the CUDA backend (``cuda/vsa_search.cu``): the exact int32 dot of every
+(query, memory row) pair, then the k best rows per query on the device; the scores never leave it.
+
+Scores come from ``search_mma`` (1-bit tensor cores: ``mma.sync`` b1 AND + popcount, the memory
+read once per block of ``8 NT`` queries, 0.25 byte a trit) from :data:`MMA_FROM_Q` queries on, and
+from ``search_popc`` (one warp per row, a bandwidth kernel) below. The top-k is two passes
+(``topk_scores`` per block of rows, ``topk_merge`` per query) for k <= 64; a larger k sorts the
+int32 scores (``CudaBackend._topk``). Rows of 2^30 trits or more, or 2^31 rows or more, take the
+previous path (``_dot`` then ``_topk``), whose int64 scores cannot overflow.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import kernels
+
+#: (NT, MT, WARPS) instantiations of search_mma: 8 NT queries a block, 16 MT rows a warp.
+MMA_VARIANTS = ((8, 1, 8), (8, 1, 16), (8, 2, 8), (4, 1, 8), (4, 2, 8), (2, 1, 8), (1, 1, 8),
+                (1, 2, 8))
+#: the variant used for each query-tile width NT (timed against the others by
+#: benchmarks/bench_search_cuda.py).
+MMA_PICK = {8: (8, 1, 8), 4: (4, 1, 8), 2: (2, 1, 8), 1: (1, 1, 8)}
+#: top-k list lengths the top-k kernels are instantiated for (k above the largest: a sort).
+TOPK_K = (16, 64)
+
+SEARCH = kernels.ModuleSpec("vsa_search", "vsa_search.cu", {
+    **{f"mma{nt}_{mt}_{w}": f"ptg::search_mma<{nt}, {mt}, {w}>" for nt, mt, w in MMA_VARIANTS},
+    "popc": "ptg::search_popc",
+    **{f"topk{k}": f"ptg::topk_scores<{k}>" for k in TOPK_K},
+    **{f"merge{k}": f"ptg::topk_merge<{k}>" for k in TOPK_K}})
+
+#: "auto" (by query count), "mma" or "popc" (always that scoring kernel), "old" (``_dot`` then
+#: ``_topk``, the path before this module). Read at every call; benchmarks switch it.
+ENGINE = "auto"
+#: queries from which the tensor-core kernel scores (below: the popcount kernel).
+MMA_FROM_Q = 2
+#: a (NT, MT, WARPS) forcing the tensor-core variant (benchmarks), or None for MMA_PICK.
+VARIANT = None
+#: dynamic shared memory a search_mma block may take (the query planes of a chunk of the row).
+SMEM_BUDGET = 200 * 1024
+#: bytes of int32 scores one pass over the memory holds (more queries: several passes).
+SCORES_BUDGET = 1 << 28
+
+_I32 = 2**31 - 1
+_smem_allowed: dict[int, int] = {}
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def search(be, qp, qn, mp, mn, k: int):
+    """(idx, vals) int64 (Q, k): the k best rows of memory (mp, mn) for each query (qp, qn)."""
+    cp = be._cp
+    q, w = qp.shape
+    m = mp.shape[0]
+    if ENGINE == "old" or w * 32 >= 2**30 or m >= _I32:
+        return be._topk(be._dot(qp, qn, mp, mn), k)
+    kb = next((x for x in TOPK_K if x >= k), None)
+    group = max(1, min(q, SCORES_BUDGET // (4 * m), 65535))
+    if group < q and group > 64:
+        group -= group % 64
+    idx, val = cp.empty((q, k), np.int64), cp.empty((q, k), np.int64)
+    for q0 in range(0, q, group):
+        q1 = min(q, q0 + group)
+        s = scores(be, qp[q0:q1], qn[q0:q1], mp, mn)
+        if kb is None:
+            idx[q0:q1], val[q0:q1] = be._topk(s.astype(np.int64), k)
+        else:
+            topk(be, s, k, kb, idx[q0:q1], val[q0:q1])
+    return idx, val
+
+
+def scores(be, qp, qn, mp, mn):
+    """int32 (Q, M) dots (|dot| <= dim < 2^30), by the kernel :data:`ENGINE` picks."""
+    cp = be._cp
+    q, w = qp.shape
+    m = mp.shape[0]
+    s = cp.empty((q, m), np.int32)
+    if ENGINE == "popc" or (ENGINE != "mma" and q < MMA_FROM_Q):
+        blocks = max(1, min(_cdiv(m, 8), be._sm_count() * 8))
+        kernels.function(SEARCH, "popc")((blocks,), (256,), (
+            mp, mn, qp, qn, s, np.int64(m), np.int64(q), np.int64(w)))
+        return s
+    nt = 1 if q <= 8 else 2 if q <= 16 else 4 if q <= 32 else 8
+    variant = VARIANT or MMA_PICK[nt]
+    _mma(be, variant, qp, qn, mp, mn, s)
+    return s
+
+
+def _mma(be, variant, qp, qn, mp, mn, s) -> None:
+    nt, mt, warps = variant
+    q, w = qp.shape
+    m = mp.shape[0]
+    steps = _cdiv(w, 8)
+    cs = max(1, min(steps, SMEM_BUDGET // (nt * 512)))  # k-steps of 8 words in shared memory
+    smem = cs * nt * 512
+    fn = kernels.function(SEARCH, f"mma{nt}_{mt}_{warps}")
+    _allow_smem(fn, smem)
+    per_sm = max(1, min(2048 // (32 * warps), (227 * 1024) // (smem + 1024)))
+    gx = max(1, min(_cdiv(_cdiv(m, 16 * mt), warps), be._sm_count() * per_sm))
+    fn((gx, _cdiv(q, 8 * nt)), (32 * warps,), (mp, mn, qp, qn, s, np.int64(m), np.int64(q),
+                                               np.int64(w), np.int32(8 * cs)), shared_mem=smem)
+
+
+def _allow_smem(fn, nbytes: int) -> None:
+    """Raise the kernel's dynamic shared memory limit to ``nbytes`` (beyond the default 48 KiB)."""
+    if nbytes <= 48 * 1024 or _smem_allowed.get(fn.ptr, 0) >= nbytes:
+        return
+    from cupy.cuda import driver
+
+    driver.funcSetAttribute(fn.ptr, 8, nbytes)  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    _smem_allowed[fn.ptr] = nbytes
+
+
+def topk(be, s, k: int, kb: int, idx, val) -> None:
+    """The k (<= kb) best of each row of the int32 scores ``s`` into ``idx`` and ``val``."""
+    q, m = s.shape
+    chunks = max(1, min(_cdiv(m, 1024), _cdiv(4 * be._sm_count(), q)))
+    chunk = _cdiv(m, chunks)
+    chunks = _cdiv(m, chunk)
+    cand = be._cp.empty((q, chunks, kb), np.int64)
+    kernels.function(SEARCH, f"topk{kb}")((chunks, q), (256,), (s, cand, np.int64(m),
+                                                                 np.int64(chunk)))
+    kernels.function(SEARCH, f"merge{kb}")((q,), (256,), (cand, np.int64(chunks * kb), idx, val,
+                                                          np.int32(k)))
+
+
+__all__ = ["ENGINE", "MMA_FROM_Q", "MMA_PICK", "MMA_VARIANTS", "SEARCH", "TOPK_K", "VARIANT",
+           "scores", "search", "topk"]
