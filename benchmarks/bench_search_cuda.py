@@ -2,10 +2,12 @@
 10,000 trits, k = 10, memory resident, in one run:
 
 - the previous path (``search_launch.ENGINE = "old"``: int64 ``_dot`` then a stable argsort), the
-  new default (``"auto"``), the popcount kernel and every tensor-core variant (NT, MT, WARPS);
+  new default (``"auto"``), the one-query kernels (scan, popc) and every tensor-core variant
+  (NT, MT, WARPS, G);
 - the baseline a CuPy user writes: the trits as a dense float32 matrix, ``mem @ q`` (cuBLAS) and
   ``argsort``; and a device copy moving the memory's plane bytes (the bandwidth floor, measured);
-- the scoring and top-k kernels alone, and a sweep of query counts (2 to 32) for the routing.
+- the scoring and top-k kernels alone, the kernels without the public call's Python work, and a
+  sweep of query counts (2 to 32) for the routing.
 
 Every path is checked (indices and scores, exact) against the float32 baseline before it is timed;
 a path that fails is reported and not timed, and the script exits 1. CUDA events
@@ -60,28 +62,32 @@ def _vecs(cp, rows: int, dim: int, seed: int) -> TernaryVec:
 
 
 class _Engine:
-    """Context: search_launch's ENGINE / VARIANT set for the body, restored after."""
+    """Context: search_launch's switches (ENGINE, VARIANT, SCAN) set for the body, restored after."""
 
-    def __init__(self, engine: str, variant=None):
-        self.engine, self.variant = engine, variant
+    def __init__(self, **switches):
+        self.switches = switches
 
     def __enter__(self):
-        self.saved = sl.ENGINE, sl.VARIANT
-        sl.ENGINE, sl.VARIANT = self.engine, self.variant
+        self.saved = {name: getattr(sl, name) for name in self.switches}
+        for name, value in self.switches.items():
+            setattr(sl, name, value)
 
     def __exit__(self, *exc):
-        sl.ENGINE, sl.VARIANT = self.saved
+        for name, value in self.saved.items():
+            setattr(sl, name, value)
 
 
 def _paths(nq: int) -> dict:
-    """{name: (engine, variant)} timed at nq queries."""
-    paths = {"old": ("old", None), "new": ("auto", None), "popc": ("popc", None)}
+    """{name: search_launch switches} timed at nq queries."""
+    paths = {"old": {"ENGINE": "old"}, "new": {"ENGINE": "auto"}}
+    if nq == 1:
+        paths.update({f"scan U={u}": {"ENGINE": "scan", "SCAN": u} for u in sl.SCAN_U})
+    if nq <= 8:
+        paths["popc"] = {"ENGINE": "popc"}
     nt = 1 if nq <= 8 else 2 if nq <= 16 else 4 if nq <= 32 else 8
     for v in sl.MMA_VARIANTS:
         if v[0] == nt or (nq == 64 and v[0] == 4):
-            paths["mma NT={} MT={} WARPS={}".format(*v)] = ("mma", v)
-    if nq > 8:
-        del paths["popc"]
+            paths["mma NT={} MT={} WARPS={} G={}".format(*v)] = {"ENGINE": "mma", "VARIANT": v}
     return paths
 
 
@@ -121,10 +127,10 @@ def run(quick: bool = False, progress=None) -> tuple[list[h.Result], list[str]]:
         if main:
             results.append(h.Result("search baseline", "cupy", dev, sizes, t_base.median,
                                     t_base.q20, t_base.q80, work, "op", note=BASELINE))
-        for name, (engine, variant) in _paths(nq).items():
+        for name, switches in _paths(nq).items():
             if not main and name not in ("new", "popc"):
                 continue
-            with _Engine(engine, variant):
+            with _Engine(**switches):
                 def ours(q=q):
                     return be.search(q, mem, k=k)
                 idx, sc = ours()
@@ -132,7 +138,7 @@ def run(quick: bool = False, progress=None) -> tuple[list[h.Result], list[str]]:
                     failures.append(f"{name} {sizes}")
                     say(f"CHECK FAILED: {name} {sizes}")
                     continue
-                t = _timing(ours, 10 if engine == "old" and nq > 1 else REPEATS)
+                t = _timing(ours, 10 if name == "old" and nq > 1 else REPEATS)
             say(f"{sizes}: {name} {t.median * 1e3:.3f} ms")
             results.append(h.Result(f"search [{name}]", "cuda", dev, sizes, t.median, t.q20, t.q80,
                                     work, "op", BASELINE, t_base.median,
@@ -154,7 +160,8 @@ def _parts(be, cp, q, mem, k, dev, sizes) -> list[h.Result]:
     idx, val = cp.empty((nq, k), np.int64), cp.empty((nq, k), np.int64)
     out = []
     for part, fn in (("scores", lambda: sl.scores(be, qp, qn, mp, mn)),
-                     ("top-k", lambda: sl.topk(be, s, k, 16, idx, val))):
+                     ("top-k", lambda: sl.topk(be, s, k, 16, idx, val)),
+                     ("kernels (be._search on the planes)", lambda: be._search(qp, qn, mp, mn, k))):
         t = _timing(fn)
         out.append(h.Result(f"search part: {part}", "cuda", dev, sizes, t.median, t.q20, t.q80))
     return out

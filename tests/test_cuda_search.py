@@ -1,7 +1,8 @@
-"""The CUDA search kernels one by one (cuda/vsa_search.cu through search_launch.py): every
-tensor-core variant, the popcount kernel, the previous path, the query planes taken in several
-shared-memory chunks, several passes over the memory, and the top-k kernels at their list lengths,
-each against the numpy reference of test_search.py. Runs only where CUDA is usable."""
+"""The CUDA search kernels one by one (cuda/vsa_search.cu, cuda/vsa_topk.cu through
+search_launch.py): every tensor-core variant, the one-query kernels (16-byte scan, popcount), the
+previous path, the query planes taken in several shared-memory chunks, several passes over the
+memory, and the top-k kernels at their list lengths, each against the numpy reference of
+test_search.py. Runs only where CUDA is usable."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def test_every_mma_variant(be, sl, monkeypatch, rng, variant, nq):
     run(be, trits(rng, (nq, 1000)), trits(rng, (16 * 37 + 5, 1000)), 10)
 
 
-@pytest.mark.parametrize("engine", ["popc", "old", "auto"])
+@pytest.mark.parametrize("engine", ["popc", "scan", "old", "auto"])
 @pytest.mark.parametrize("nq", [1, 2, 3, 70])
 def test_engines(be, sl, monkeypatch, rng, engine, nq):
     monkeypatch.setattr(sl, "ENGINE", engine)
@@ -77,3 +78,32 @@ def test_topk_list_lengths(be, rng, k):
 
 def test_long_rows(be, rng):
     run(be, trits(rng, (2, 70_001)), trits(rng, (40, 70_001)), 3)
+
+
+@pytest.mark.parametrize("u", [2, 4])
+@pytest.mark.parametrize("rows,dim", [(1, 1), (3, 31), (257, 33), (100, 1000), (41, 4099)])
+def test_one_query_scan(be, sl, monkeypatch, rng, u, rows, dim):
+    monkeypatch.setattr(sl, "ENGINE", "scan")
+    monkeypatch.setattr(sl, "SCAN", u)
+    run(be, trits(rng, (1, dim)), trits(rng, (rows, dim)), min(rows, 5))
+
+
+def test_one_query_scan_reads_the_query_from_global_memory(be, sl, monkeypatch, rng):
+    monkeypatch.setattr(sl, "ENGINE", "scan")
+    run(be, trits(rng, (1, 200_001)), trits(rng, (13, 200_001)), 4)  # 2 x 6,251 words > 48 KiB
+
+
+def test_memory_planes_off_16_bytes(be, rng):
+    """Memory rows starting 44 bytes into the allocation (a view): the one-query path must not use
+    16-byte reads there, and the answer stays exact."""
+    import cupy as cp
+
+    full = trits(rng, (301, 350))  # 11 words a row
+    q = trits(rng, (1, 350))
+    v = TernaryVec.from_array(cp.asarray(full))
+    mem = TernaryVec._trusted(v.pos[1:], v.neg[1:], 350)
+    assert mem.pos.data.ptr % 16 != 0
+    idx, scores = be.search(TernaryVec.from_array(cp.asarray(q)), mem, k=6)
+    want_i, want_s = reference(q, full[1:], 6)
+    np.testing.assert_array_equal(cp.asnumpy(scores), want_s)
+    np.testing.assert_array_equal(cp.asnumpy(idx), want_i)

@@ -1,9 +1,11 @@
-"""Item-memory search on the CUDA backend (``cuda/vsa_search.cu``): the exact int32 dot of every
-(query, memory row) pair, then the k best rows per query on the device; the scores never leave it.
+"""Item-memory search on the CUDA backend (``cuda/vsa_search.cu``, ``cuda/vsa_topk.cu``): the exact
+int32 dot of every (query, memory row) pair, then the k best rows per query on the device; the
+scores never leave it.
 
 Scores come from ``search_mma`` (1-bit tensor cores: ``mma.sync`` b1 AND + popcount, the memory
 read once per block of ``8 NT`` queries, 0.25 byte a trit) from :data:`MMA_FROM_Q` queries on, and
-from ``search_popc`` (one warp per row, a bandwidth kernel) below. The top-k is two passes
+for one query from ``search_scan`` (a bandwidth kernel: one warp per row, 16-byte reads; planes at
+a 16-byte aligned address) or ``search_popc`` (4-byte reads, any alignment). The top-k is two passes
 (``topk_scores`` per block of rows, ``topk_merge`` per query) for k <= 64; a larger k sorts the
 int32 scores (``CudaBackend._topk``). Rows of 2^30 trits or more, or 2^31 rows or more, take the
 previous path (``_dot`` then ``_topk``), whose int64 scores cannot overflow.
@@ -15,32 +17,46 @@ import numpy as np
 
 from . import kernels
 
-#: (NT, MT, WARPS) instantiations of search_mma: 8 NT queries a block, 16 MT rows a warp.
-MMA_VARIANTS = ((8, 1, 8), (8, 1, 16), (8, 2, 8), (4, 1, 8), (4, 2, 8), (2, 1, 8), (1, 1, 8),
-                (1, 2, 8))
+#: (NT, MT, WARPS, G) instantiations of search_mma: 8 NT queries a block, 16 MT rows a warp, WARPS
+#: warps a block, G k-steps of 256 trits loaded while the previous G multiply.
+MMA_VARIANTS = ((8, 1, 8, 4), (8, 1, 8, 2), (8, 2, 8, 2), (8, 1, 16, 2), (4, 1, 8, 4), (2, 1, 8, 4),
+                (1, 1, 8, 4), (1, 2, 8, 4))
 #: the variant used for each query-tile width NT (timed against the others by
 #: benchmarks/bench_search_cuda.py).
-MMA_PICK = {8: (8, 1, 8), 4: (4, 1, 8), 2: (2, 1, 8), 1: (1, 1, 8)}
+MMA_PICK = {8: (8, 1, 8, 4), 4: (4, 1, 8, 4), 2: (2, 1, 8, 4), 1: (1, 1, 8, 4)}
+#: 16-byte vectors a lane keeps in flight per plane in search_scan.
+SCAN_U = (2, 4)
 #: top-k list lengths the top-k kernels are instantiated for (k above the largest: a sort).
 TOPK_K = (16, 64)
 
 SEARCH = kernels.ModuleSpec("vsa_search", "vsa_search.cu", {
-    **{f"mma{nt}_{mt}_{w}": f"ptg::search_mma<{nt}, {mt}, {w}>" for nt, mt, w in MMA_VARIANTS},
-    "popc": "ptg::search_popc",
+    **{"mma{}_{}_{}_{}".format(*v): "ptg::search_mma<{}, {}, {}, {}>".format(*v)
+       for v in MMA_VARIANTS},
+    **{f"scan{u}{g}": f"ptg::search_scan<{u}, {'false' if g else 'true'}>" for u in SCAN_U
+       for g in ("", "g")},
+    "popc": "ptg::search_popc"})
+TOPK = kernels.ModuleSpec("vsa_topk", "vsa_topk.cu", {
     **{f"topk{k}": f"ptg::topk_scores<{k}>" for k in TOPK_K},
     **{f"merge{k}": f"ptg::topk_merge<{k}>" for k in TOPK_K}})
+#: every module of this file (kernels.module_specs lists them for the nvcc compile test).
+SPECS = (SEARCH, TOPK)
 
-#: "auto" (by query count), "mma" or "popc" (always that scoring kernel), "old" (``_dot`` then
-#: ``_topk``, the path before this module). Read at every call; benchmarks switch it.
+#: "auto" (by query count), "mma", "scan" or "popc" (always that scoring kernel; "scan" where it
+#: can run: one query, aligned planes; else as "auto"), "old" (``_dot`` then ``_topk``, the path
+#: before this module). Read at every call; benchmarks switch it.
 ENGINE = "auto"
-#: queries from which the tensor-core kernel scores (below: the popcount kernel).
+#: queries from which the tensor-core kernel scores (below: search_scan, or search_popc).
 MMA_FROM_Q = 2
-#: a (NT, MT, WARPS) forcing the tensor-core variant (benchmarks), or None for MMA_PICK.
+#: a (NT, MT, WARPS, G) forcing the tensor-core variant (benchmarks), or None for MMA_PICK.
 VARIANT = None
+#: vectors in flight a lane in search_scan (a value of SCAN_U).
+SCAN = 4
 #: dynamic shared memory a search_mma block may take (the query planes of a chunk of the row).
 SMEM_BUDGET = 200 * 1024
 #: bytes of int32 scores one pass over the memory holds (more queries: several passes).
 SCORES_BUDGET = 1 << 28
+#: scores a thread of topk_scores takes (its block: 256 threads).
+TOPK_PER_THREAD = 32
 
 _I32 = 2**31 - 1
 _smem_allowed: dict[int, int] = {}
@@ -78,9 +94,16 @@ def scores(be, qp, qn, mp, mn):
     q, w = qp.shape
     m = mp.shape[0]
     s = cp.empty((q, m), np.int32)
-    if ENGINE == "popc" or (ENGINE != "mma" and q < MMA_FROM_Q):
-        blocks = max(1, min(_cdiv(m, 8), be._sm_count() * 8))
-        kernels.function(SEARCH, "popc")((blocks,), (256,), (
+    sms = be._sm_count()
+    scan = q == 1 and mp.data.ptr % 16 == 0 and mn.data.ptr % 16 == 0
+    if scan and (ENGINE == "scan" or (ENGINE == "auto" and q < MMA_FROM_Q)):
+        qsh = 8 * w <= 48 * 1024  # the query's planes in shared memory
+        kernels.function(SEARCH, f"scan{SCAN}" + ("" if qsh else "g"))(
+            (max(1, min(_cdiv(m, 8), sms * 8)),), (256,),
+            (mp, mn, qp, qn, s, np.int64(m), np.int64(w)), shared_mem=8 * w if qsh else 0)
+        return s
+    if ENGINE == "popc" or (ENGINE == "auto" and q < MMA_FROM_Q):
+        kernels.function(SEARCH, "popc")((max(1, min(_cdiv(m, 8), sms * 8)),), (256,), (
             mp, mn, qp, qn, s, np.int64(m), np.int64(q), np.int64(w)))
         return s
     nt = 1 if q <= 8 else 2 if q <= 16 else 4 if q <= 32 else 8
@@ -90,13 +113,13 @@ def scores(be, qp, qn, mp, mn):
 
 
 def _mma(be, variant, qp, qn, mp, mn, s) -> None:
-    nt, mt, warps = variant
+    nt, mt, warps, g = variant
     q, w = qp.shape
     m = mp.shape[0]
     steps = _cdiv(w, 8)
     cs = max(1, min(steps, SMEM_BUDGET // (nt * 512)))  # k-steps of 8 words in shared memory
     smem = cs * nt * 512
-    fn = kernels.function(SEARCH, f"mma{nt}_{mt}_{warps}")
+    fn = kernels.function(SEARCH, f"mma{nt}_{mt}_{warps}_{g}")
     _allow_smem(fn, smem)
     per_sm = max(1, min(2048 // (32 * warps), (227 * 1024) // (smem + 1024)))
     gx = max(1, min(_cdiv(_cdiv(m, 16 * mt), warps), be._sm_count() * per_sm))
@@ -117,15 +140,15 @@ def _allow_smem(fn, nbytes: int) -> None:
 def topk(be, s, k: int, kb: int, idx, val) -> None:
     """The k (<= kb) best of each row of the int32 scores ``s`` into ``idx`` and ``val``."""
     q, m = s.shape
-    chunks = max(1, min(_cdiv(m, 1024), _cdiv(4 * be._sm_count(), q)))
+    chunks = _cdiv(m, 256 * TOPK_PER_THREAD)
     chunk = _cdiv(m, chunks)
     chunks = _cdiv(m, chunk)
     cand = be._cp.empty((q, chunks, kb), np.int64)
-    kernels.function(SEARCH, f"topk{kb}")((chunks, q), (256,), (s, cand, np.int64(m),
+    kernels.function(TOPK, f"topk{kb}")((chunks, q), (256,), (s, cand, np.int64(m),
                                                                  np.int64(chunk)))
-    kernels.function(SEARCH, f"merge{kb}")((q,), (256,), (cand, np.int64(chunks * kb), idx, val,
+    kernels.function(TOPK, f"merge{kb}")((q,), (256,), (cand, np.int64(chunks * kb), idx, val,
                                                           np.int32(k)))
 
 
-__all__ = ["ENGINE", "MMA_FROM_Q", "MMA_PICK", "MMA_VARIANTS", "SEARCH", "TOPK_K", "VARIANT",
-           "scores", "search", "topk"]
+__all__ = ["ENGINE", "MMA_FROM_Q", "MMA_PICK", "MMA_VARIANTS", "SEARCH", "SPECS", "TOPK", "TOPK_K",
+           "VARIANT", "scores", "search", "topk"]

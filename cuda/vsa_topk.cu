@@ -1,0 +1,100 @@
+// Top-k of int32 scores for pytropical_gpu's item-memory search (cuda/vsa_search.cu makes the
+// scores): the k best rows per query, best first, ties to the smaller row. Two passes:
+// topk_scores (the K best of each block of rows) and topk_merge (the k best of a query's blocks).
+
+namespace ptg {
+
+typedef long long i64;
+
+// ---------------------------------------------------------------------------- top-k
+// A candidate is one int64 key: score in the high word, 0xffffffff - row in the low word, so a
+// larger key is a larger score or the same score at a smaller row. EMPTY is below every key.
+#define PTG_EMPTY (-0x7fffffffffffffffLL - 1)
+
+__device__ __forceinline__ i64 key_of(int score, i64 row) {
+  return (i64)(((unsigned long long)(long long)score << 32) | (0xffffffffu - (unsigned)row));
+}
+
+// l: descending, K long; key goes in if it beats the last.
+template <int K>
+__device__ __forceinline__ void insert(i64 (&l)[K], i64 key) {
+  if (key <= l[K - 1]) return;
+  l[K - 1] = key;
+#pragma unroll
+  for (int j = K - 1; j > 0; --j)
+    if (l[j] > l[j - 1]) { const i64 x = l[j]; l[j] = l[j - 1]; l[j - 1] = x; }
+}
+
+// The K largest heads of a warp's lists, in order, into out[0..K) (lane 0 writes).
+template <int K>
+__device__ __forceinline__ void warp_merge(i64 (&l)[K], i64* out) {
+  const int lane = threadIdx.x & 31;
+  for (int i = 0; i < K; ++i) {
+    i64 m = l[0];
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, off));
+    if (lane == 0) out[i] = m;
+    if (l[0] == m) {  // keys are distinct (EMPTY aside): one lane pops
+#pragma unroll
+      for (int j = 0; j < K - 1; ++j) l[j] = l[j + 1];
+      l[K - 1] = PTG_EMPTY;
+    }
+  }
+}
+
+// The block's K best of every thread's list l into out[0..K) (256 threads; visible to thread 0).
+template <int K>
+__device__ __forceinline__ void block_merge(i64 (&l)[K], i64* out) {
+  __shared__ i64 part[8][K];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  warp_merge<K>(l, part[warp]);
+  __syncthreads();
+  if (warp == 0) {
+#pragma unroll
+    for (int j = 0; j < K; ++j) l[j] = lane < 8 ? part[lane][j] : PTG_EMPTY;
+    warp_merge<K>(l, out);
+  }
+}
+
+// grid (chunks, queries): the K best keys of S[q, chunk] into cand[(q * chunks + c) * K ..].
+template <int K>
+__global__ void __launch_bounds__(256)
+topk_scores(const int* __restrict__ S, i64* __restrict__ cand, i64 M, i64 chunk) {
+  const i64 q = blockIdx.y, c = blockIdx.x;
+  const i64 lo = c * chunk, hi = min(M, lo + chunk);
+  i64 l[K];
+#pragma unroll
+  for (int j = 0; j < K; ++j) l[j] = PTG_EMPTY;
+  const int* s = S + q * M;
+  for (i64 r0 = lo + threadIdx.x; r0 < hi; r0 += 256 * 8) {  // 8 loads in flight, then insert
+    int v[8];
+#pragma unroll
+    for (int u = 0; u < 8; ++u) v[u] = r0 + 256 * u < hi ? __ldg(s + r0 + 256 * u) : 0;
+#pragma unroll
+    for (int u = 0; u < 8; ++u)
+      if (r0 + 256 * u < hi) insert<K>(l, key_of(v[u], r0 + 256 * u));
+  }
+  block_merge<K>(l, cand + (q * gridDim.x + c) * K);
+}
+
+// grid (queries): the k best of a query's n candidate keys -> idx, val (int64, k <= K).
+template <int K>
+__global__ void __launch_bounds__(256)
+topk_merge(const i64* __restrict__ cand, i64 n, long long* __restrict__ idx,
+           long long* __restrict__ val, int k) {
+  __shared__ i64 best[K];
+  const i64 q = blockIdx.x;
+  i64 l[K];
+#pragma unroll
+  for (int j = 0; j < K; ++j) l[j] = PTG_EMPTY;
+  for (i64 i = threadIdx.x; i < n; i += 256) insert<K>(l, __ldg(cand + q * n + i));
+  block_merge<K>(l, best);
+  __syncthreads();
+  if (threadIdx.x < k) {
+    const i64 key = best[threadIdx.x];
+    idx[q * k + threadIdx.x] = (i64)(0xffffffffu - (unsigned)(key & 0xffffffffLL));
+    val[q * k + threadIdx.x] = key >> 32;
+  }
+}
+
+}  // namespace ptg
