@@ -3,7 +3,7 @@
 
 - the previous path (``search_launch.ENGINE = "old"``: int64 ``_dot`` then a stable argsort), the
   new default (``"auto"``), the one-query kernels (scan, popc) and every tensor-core variant
-  (NT, MT, WARPS, G);
+  (search_mma: NT, MT, WARPS, G; search_mma_cp: NT, WARPS, STAGES);
 - the baseline a CuPy user writes: the trits as a dense float32 matrix, ``mem @ q`` (cuBLAS) and
   ``argsort``; and a device copy moving the memory's plane bytes (the bandwidth floor, measured);
 - the scoring and top-k kernels alone, the kernels without the public call's Python work, and a
@@ -86,8 +86,11 @@ def _paths(nq: int) -> dict:
         paths["popc"] = {"ENGINE": "popc"}
     nt = 1 if nq <= 8 else 2 if nq <= 16 else 4 if nq <= 32 else 8
     for v in sl.MMA_VARIANTS:
-        if v[0] == nt or (nq == 64 and v[0] == 4):
-            paths["mma NT={} MT={} WARPS={} G={}".format(*v)] = {"ENGINE": "mma", "VARIANT": v}
+        vnt = v[1] if v[0] == "cp" else v[0]
+        if vnt == nt or (nq == 64 and vnt == 4):
+            name = ("mma cp NT={} WARPS={} STAGES={}".format(*v[1:]) if v[0] == "cp" else
+                    "mma NT={} MT={} WARPS={} G={}".format(*v))
+            paths[name] = {"ENGINE": "mma", "VARIANT": v}
     return paths
 
 

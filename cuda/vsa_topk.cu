@@ -66,13 +66,23 @@ topk_scores(const int* __restrict__ S, i64* __restrict__ cand, i64 M, i64 chunk)
 #pragma unroll
   for (int j = 0; j < K; ++j) l[j] = PTG_EMPTY;
   const int* s = S + q * M;
-  for (i64 r0 = lo + threadIdx.x; r0 < hi; r0 += 256 * 8) {  // 8 loads in flight, then insert
+  // T: the largest K-th key of the warp's lists. A key <= T has K better keys in that one list,
+  // so it cannot be in the warp's K best: skipped without the insertion.
+  i64 T = PTG_EMPTY;
+  const int lane = threadIdx.x & 31;
+  for (i64 b = lo + threadIdx.x - lane; b < hi; b += 256 * 8) {  // warp-uniform; 8 loads in flight
+    const i64 r0 = b + lane;
     int v[8];
 #pragma unroll
     for (int u = 0; u < 8; ++u) v[u] = r0 + 256 * u < hi ? __ldg(s + r0 + 256 * u) : 0;
 #pragma unroll
-    for (int u = 0; u < 8; ++u)
-      if (r0 + 256 * u < hi) insert<K>(l, key_of(v[u], r0 + 256 * u));
+    for (int u = 0; u < 8; ++u) {
+      const i64 key = key_of(v[u], r0 + 256 * u);
+      if (r0 + 256 * u < hi && key > T) insert<K>(l, key);
+    }
+    T = l[K - 1];
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) T = max(T, __shfl_xor_sync(0xffffffffu, T, off));
   }
   block_merge<K>(l, cand + (q * gridDim.x + c) * K);
 }

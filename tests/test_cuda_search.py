@@ -55,12 +55,14 @@ def test_engines(be, sl, monkeypatch, rng, engine, nq):
     run(be, trits(rng, (nq, 333)), trits(rng, (1001, 333)), 7)
 
 
+@pytest.mark.parametrize("variant", [None, ("cp", 8, 16, 3), (8, 1, 8, 4), (1, 1, 8, 4)])
 @pytest.mark.parametrize("budget", [512, 4096, 9000])
-def test_query_planes_in_chunks(be, sl, monkeypatch, rng, budget):
+def test_query_planes_in_chunks(be, sl, monkeypatch, rng, budget, variant):
     """A shared-memory budget of one k-step (and a few) makes every block restage the queries
     per chunk of the row, for each tile of rows."""
     monkeypatch.setattr(sl, "ENGINE", "mma")
     monkeypatch.setattr(sl, "SMEM_BUDGET", budget)
+    monkeypatch.setattr(sl, "VARIANT", variant)
     run(be, trits(rng, (40, 2500)), trits(rng, (700, 2500)), 5)
     run(be, trits(rng, (3, 2500)), trits(rng, (333, 2500)), 5)
 

@@ -1,9 +1,10 @@
-"""Item-memory search on the CUDA backend (``cuda/vsa_search.cu``, ``cuda/vsa_topk.cu``): the exact
+"""Item-memory search on the CUDA backend (``cuda/vsa_search*.cu``, ``cuda/vsa_topk.cu``): the exact
 int32 dot of every (query, memory row) pair, then the k best rows per query on the device; the
 scores never leave it.
 
-Scores come from ``search_mma`` (1-bit tensor cores: ``mma.sync`` b1 AND + popcount, the memory
-read once per block of ``8 NT`` queries, 0.25 byte a trit) from :data:`MMA_FROM_Q` queries on, and
+Scores come from ``search_mma_cp`` or ``search_mma`` (1-bit tensor cores: ``mma.sync`` b1 AND +
+popcount, the memory read once per block of ``8 NT`` queries, 0.25 byte a trit; the first stages
+the rows through shared memory, ``cuda/vsa_search_cp.cu``) from :data:`MMA_FROM_Q` queries on, and
 for one query from ``search_scan`` (a bandwidth kernel: one warp per row, 16-byte reads; planes at
 a 16-byte aligned address) or ``search_popc`` (4-byte reads, any alignment). The top-k is two passes
 (``topk_scores`` per block of rows, ``topk_merge`` per query) for k <= 64; a larger k sorts the
@@ -19,11 +20,15 @@ from . import kernels
 
 #: (NT, MT, WARPS, G) instantiations of search_mma: 8 NT queries a block, 16 MT rows a warp, WARPS
 #: warps a block, G k-steps of 256 trits loaded while the previous G multiply.
-MMA_VARIANTS = ((8, 1, 8, 4), (8, 1, 8, 2), (8, 2, 8, 2), (8, 1, 16, 2), (4, 1, 8, 4), (2, 1, 8, 4),
-                (1, 1, 8, 4), (1, 2, 8, 4))
+REG_VARIANTS = ((8, 1, 8, 4), (8, 1, 16, 2), (4, 1, 8, 4), (1, 1, 8, 4))
+#: ("cp", NT, WARPS, STAGES) instantiations of search_mma_cp (cuda/vsa_search_cp.cu): the memory
+#: rows staged through shared memory by cp.async, STAGES groups of two k-steps a warp.
+CP_VARIANTS = (("cp", 8, 8, 4), ("cp", 8, 8, 6), ("cp", 8, 16, 3), ("cp", 4, 8, 4), ("cp", 2, 8, 4),
+               ("cp", 1, 8, 4))
+MMA_VARIANTS = REG_VARIANTS + CP_VARIANTS
 #: the variant used for each query-tile width NT (timed against the others by
 #: benchmarks/bench_search_cuda.py).
-MMA_PICK = {8: (8, 1, 8, 4), 4: (4, 1, 8, 4), 2: (2, 1, 8, 4), 1: (1, 1, 8, 4)}
+MMA_PICK = {8: ("cp", 8, 8, 4), 4: ("cp", 4, 8, 4), 2: ("cp", 2, 8, 4), 1: ("cp", 1, 8, 4)}
 #: 16-byte vectors a lane keeps in flight per plane in search_scan.
 SCAN_U = (2, 4)
 #: top-k list lengths the top-k kernels are instantiated for (k above the largest: a sort).
@@ -31,15 +36,17 @@ TOPK_K = (16, 64)
 
 SEARCH = kernels.ModuleSpec("vsa_search", "vsa_search.cu", {
     **{"mma{}_{}_{}_{}".format(*v): "ptg::search_mma<{}, {}, {}, {}>".format(*v)
-       for v in MMA_VARIANTS},
+       for v in REG_VARIANTS},
     **{f"scan{u}{g}": f"ptg::search_scan<{u}, {'false' if g else 'true'}>" for u in SCAN_U
        for g in ("", "g")},
     "popc": "ptg::search_popc"})
+SEARCH_CP = kernels.ModuleSpec("vsa_search_cp", "vsa_search_cp.cu", {
+    "cp{}_{}_{}".format(*v[1:]): "ptg::search_mma_cp<{}, {}, {}>".format(*v[1:]) for v in CP_VARIANTS})
 TOPK = kernels.ModuleSpec("vsa_topk", "vsa_topk.cu", {
     **{f"topk{k}": f"ptg::topk_scores<{k}>" for k in TOPK_K},
     **{f"merge{k}": f"ptg::topk_merge<{k}>" for k in TOPK_K}})
 #: every module of this file (kernels.module_specs lists them for the nvcc compile test).
-SPECS = (SEARCH, TOPK)
+SPECS = (SEARCH, SEARCH_CP, TOPK)
 
 #: "auto" (by query count), "mma", "scan" or "popc" (always that scoring kernel; "scan" where it
 #: can run: one query, aligned planes; else as "auto"), "old" (``_dot`` then ``_topk``, the path
@@ -47,7 +54,7 @@ SPECS = (SEARCH, TOPK)
 ENGINE = "auto"
 #: queries from which the tensor-core kernel scores (below: search_scan, or search_popc).
 MMA_FROM_Q = 2
-#: a (NT, MT, WARPS, G) forcing the tensor-core variant (benchmarks), or None for MMA_PICK.
+#: a value of MMA_VARIANTS forcing the tensor-core kernel (benchmarks), or None for MMA_PICK.
 VARIANT = None
 #: vectors in flight a lane in search_scan (a value of SCAN_U).
 SCAN = 4
@@ -56,7 +63,7 @@ SMEM_BUDGET = 200 * 1024
 #: bytes of int32 scores one pass over the memory holds (more queries: several passes).
 SCORES_BUDGET = 1 << 28
 #: scores a thread of topk_scores takes (its block: 256 threads).
-TOPK_PER_THREAD = 32
+TOPK_PER_THREAD = 64
 
 _I32 = 2**31 - 1
 _smem_allowed: dict[int, int] = {}
@@ -113,16 +120,24 @@ def scores(be, qp, qn, mp, mn):
 
 
 def _mma(be, variant, qp, qn, mp, mn, s) -> None:
-    nt, mt, warps, g = variant
     q, w = qp.shape
     m = mp.shape[0]
     steps = _cdiv(w, 8)
-    cs = max(1, min(steps, SMEM_BUDGET // (nt * 512)))  # k-steps of 8 words in shared memory
-    smem = cs * nt * 512
-    fn = kernels.function(SEARCH, f"mma{nt}_{mt}_{warps}_{g}")
+    if variant[0] == "cp":
+        _, nt, warps, stages = variant
+        rows, staging = 16, warps * stages * 3072
+        fn = kernels.function(SEARCH_CP, f"cp{nt}_{warps}_{stages}")
+    else:
+        nt, mt, warps, g = variant
+        rows, staging = 16 * mt, 0
+        fn = kernels.function(SEARCH, f"mma{nt}_{mt}_{warps}_{g}")
+    budget = min(SMEM_BUDGET, 227 * 1024 - staging - 1024)
+    cs = max(1, min(steps, budget // (nt * 512)))  # k-steps of 8 words in shared memory
+    cs = _cdiv(steps, _cdiv(steps, cs))  # chunks of equal length
+    smem = cs * nt * 512 + staging
     _allow_smem(fn, smem)
     per_sm = max(1, min(2048 // (32 * warps), (227 * 1024) // (smem + 1024)))
-    gx = max(1, min(_cdiv(_cdiv(m, 16 * mt), warps), be._sm_count() * per_sm))
+    gx = max(1, min(_cdiv(_cdiv(m, rows), warps), be._sm_count() * per_sm))
     fn((gx, _cdiv(q, 8 * nt)), (32 * warps,), (mp, mn, qp, qn, s, np.int64(m), np.int64(q),
                                                np.int64(w), np.int32(8 * cs)), shared_mem=smem)
 
