@@ -81,7 +81,8 @@ def _paths(nq: int) -> dict:
     """{name: search_launch switches} timed at nq queries."""
     paths = {"old": {"ENGINE": "old"}, "new": {"ENGINE": "auto"}}
     if nq == 1:
-        paths.update({f"scan U={u}": {"ENGINE": "scan", "SCAN": u} for u in sl.SCAN_U})
+        paths.update({f"scan {u}": {"ENGINE": "scan", "SCAN": u}
+                      for u in (*sl.SCAN_U, *(f"cp{st}" for st in sl.SCAN_CP_STAGES))})
     if nq <= 8:
         paths["popc"] = {"ENGINE": "popc"}
     nt = 1 if nq <= 8 else 2 if nq <= 16 else 4 if nq <= 32 else 8

@@ -136,4 +136,61 @@ search_mma_cp(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN,
   }
 }
 
+// ---------------------------------------------------------------------------- one query
+// One warp per memory row (grid-stride), one query: the aligned 16-byte vectors covering a row
+// (MP, MN 16-aligned) copied by cp.async into the warp's STAGES buffers of span vectors a plane,
+// STAGES - 1 rows in flight, then each lane takes words lane, lane + 32, ... of the row from there;
+// the query's planes in shared memory (the first 2 W words).
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+  const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src));
+}
+
+template <int STAGES>
+__global__ void __launch_bounds__(256)
+search_scan_cp(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN,
+               const unsigned* __restrict__ QP, const unsigned* __restrict__ QN, int* __restrict__ S,
+               i64 M, i64 W, int span) {
+  extern __shared__ uint4 smem[];
+  unsigned* qsm = reinterpret_cast<unsigned*>(smem);
+  for (i64 i = threadIdx.x; i < W; i += 256) { qsm[i] = QP[i]; qsm[W + i] = QN[i]; }
+  __syncthreads();
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  uint4* buf = smem + (2 * W + 3) / 4 + warp * (STAGES * 2 * span);
+  const uint4 *P4 = reinterpret_cast<const uint4*>(MP), *N4 = reinterpret_cast<const uint4*>(MN);
+  const i64 first = (i64)blockIdx.x * 8 + warp, nw = (i64)gridDim.x * 8;
+  auto issue = [&](i64 i) {
+    const i64 r = first + i * nw;
+    if (r < M) {
+      const i64 u0 = (r * W) >> 2, u1 = (r * W + W + 3) >> 2;
+      uint4* b = buf + (i % STAGES) * 2 * span;
+      for (i64 u = u0 + lane; u < u1; u += 32) {
+        cp_async16(b + (u - u0), P4 + u);
+        cp_async16(b + span + (u - u0), N4 + u);
+      }
+    }
+    cp_commit();
+  };
+#pragma unroll
+  for (int i = 0; i < STAGES - 1; ++i) issue(i);
+  for (i64 i = 0; first + i * nw < M; ++i) {
+    issue(i + STAGES - 1);
+    cp_wait<STAGES - 1>();
+    __syncwarp();
+    const i64 r = first + i * nw;
+    const unsigned* bp = reinterpret_cast<const unsigned*>(buf + (i % STAGES) * 2 * span) + ((r * W) & 3);
+    const unsigned* bn = bp + 4 * span;
+    int s = 0;
+    for (i64 w = lane; w < W; w += 32) {
+      const unsigned ap = bp[w], an = bn[w], qp = qsm[w], qn = qsm[W + w];
+      s += __popc((ap & qp) | (an & qn)) - __popc((ap & qn) | (an & qp));
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
+    if (lane == 0) S[r] = s;
+    __syncwarp();  // every lane has read the buffer before it is refilled
+  }
+  cp_wait<0>();
+}
+
 }  // namespace ptg

@@ -82,7 +82,7 @@ def test_long_rows(be, rng):
     run(be, trits(rng, (2, 70_001)), trits(rng, (40, 70_001)), 3)
 
 
-@pytest.mark.parametrize("u", [2, 4])
+@pytest.mark.parametrize("u", [2, 4, "cp3", "cp5"])
 @pytest.mark.parametrize("rows,dim", [(1, 1), (3, 31), (257, 33), (100, 1000), (41, 4099)])
 def test_one_query_scan(be, sl, monkeypatch, rng, u, rows, dim):
     monkeypatch.setattr(sl, "ENGINE", "scan")

@@ -31,6 +31,8 @@ MMA_VARIANTS = REG_VARIANTS + CP_VARIANTS
 MMA_PICK = {8: ("cp", 8, 8, 4), 4: ("cp", 4, 8, 4), 2: ("cp", 2, 8, 4), 1: ("cp", 1, 8, 4)}
 #: 16-byte vectors a lane keeps in flight per plane in search_scan.
 SCAN_U = (2, 4)
+#: rows a warp of search_scan_cp has in flight (+1), instantiated.
+SCAN_CP_STAGES = (3, 5)
 #: top-k list lengths the top-k kernels are instantiated for (k above the largest: a sort).
 TOPK_K = (16, 64)
 
@@ -41,7 +43,9 @@ SEARCH = kernels.ModuleSpec("vsa_search", "vsa_search.cu", {
        for g in ("", "g")},
     "popc": "ptg::search_popc"})
 SEARCH_CP = kernels.ModuleSpec("vsa_search_cp", "vsa_search_cp.cu", {
-    "cp{}_{}_{}".format(*v[1:]): "ptg::search_mma_cp<{}, {}, {}>".format(*v[1:]) for v in CP_VARIANTS})
+    **{"cp{}_{}_{}".format(*v[1:]): "ptg::search_mma_cp<{}, {}, {}>".format(*v[1:])
+       for v in CP_VARIANTS},
+    **{f"scan_cp{st}": f"ptg::search_scan_cp<{st}>" for st in SCAN_CP_STAGES}})
 TOPK = kernels.ModuleSpec("vsa_topk", "vsa_topk.cu", {
     **{f"topk{k}": f"ptg::topk_scores<{k}>" for k in TOPK_K},
     **{f"merge{k}": f"ptg::topk_merge<{k}>" for k in TOPK_K}})
@@ -56,8 +60,9 @@ ENGINE = "auto"
 MMA_FROM_Q = 2
 #: a value of MMA_VARIANTS forcing the tensor-core kernel (benchmarks), or None for MMA_PICK.
 VARIANT = None
-#: vectors in flight a lane in search_scan (a value of SCAN_U).
-SCAN = 4
+#: the one-query kernel: a value of SCAN_U (search_scan, vectors in flight a lane) or "cp3"/"cp5"
+#: (search_scan_cp, its STAGES; rows whose buffers do not fit in shared memory take search_scan).
+SCAN = "cp5"
 #: dynamic shared memory a search_mma block may take (the query planes of a chunk of the row).
 SMEM_BUDGET = 200 * 1024
 #: bytes of int32 scores one pass over the memory holds (more queries: several passes).
@@ -104,8 +109,19 @@ def scores(be, qp, qn, mp, mn):
     sms = be._sm_count()
     scan = q == 1 and mp.data.ptr % 16 == 0 and mn.data.ptr % 16 == 0
     if scan and (ENGINE == "scan" or (ENGINE == "auto" and q < MMA_FROM_Q)):
+        span = _cdiv(w, 4) + 1  # 16-byte vectors covering a row at any alignment
+        if isinstance(SCAN, str):
+            stages = int(SCAN[2:])
+            smem = 16 * _cdiv(2 * w, 4) + 8 * stages * 2 * span * 16
+            if smem <= 110 * 1024:
+                fn = kernels.function(SEARCH_CP, f"scan_cp{stages}")
+                _allow_smem(fn, smem)
+                fn((max(1, min(_cdiv(m, 8), sms * 2)),), (256,),
+                   (mp, mn, qp, qn, s, np.int64(m), np.int64(w), np.int32(span)), shared_mem=smem)
+                return s
+        u = SCAN if isinstance(SCAN, int) else SCAN_U[-1]
         qsh = 8 * w <= 48 * 1024  # the query's planes in shared memory
-        kernels.function(SEARCH, f"scan{SCAN}" + ("" if qsh else "g"))(
+        kernels.function(SEARCH, f"scan{u}" + ("" if qsh else "g"))(
             (max(1, min(_cdiv(m, 8), sms * 8)),), (256,),
             (mp, mn, qp, qn, s, np.int64(m), np.int64(w)), shared_mem=8 * w if qsh else 0)
         return s
