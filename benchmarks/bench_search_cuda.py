@@ -163,8 +163,11 @@ def _parts(be, cp, q, mem, k, dev, sizes) -> list[h.Result]:
     nq = qp.shape[0]
     idx, val = cp.empty((nq, k), np.int64), cp.empty((nq, k), np.int64)
     out = []
+    cand = sl.topk_blocks(be, s, 16)
     for part, fn in (("scores", lambda: sl.scores(be, qp, qn, mp, mn)),
                      ("top-k", lambda: sl.topk(be, s, k, 16, idx, val)),
+                     ("top-k pass 1 (blocks)", lambda: sl.topk_blocks(be, s, 16)),
+                     ("top-k pass 2 (merge)", lambda: sl.topk_merge(cand, k, idx, val)),
                      ("kernels (be._search on the planes)", lambda: be._search(qp, qn, mp, mn, k))):
         t = _timing(fn)
         out.append(h.Result(f"search part: {part}", "cuda", dev, sizes, t.median, t.q20, t.q80))

@@ -20,15 +20,15 @@ from . import kernels
 
 #: (NT, MT, WARPS, G) instantiations of search_mma: 8 NT queries a block, 16 MT rows a warp, WARPS
 #: warps a block, G k-steps of 256 trits loaded while the previous G multiply.
-REG_VARIANTS = ((8, 1, 8, 4), (8, 1, 16, 2), (4, 1, 8, 4), (1, 1, 8, 4))
+REG_VARIANTS = ((8, 1, 8, 4), (8, 1, 16, 2), (4, 1, 8, 4), (2, 1, 8, 4), (1, 1, 8, 4))
 #: ("cp", NT, WARPS, STAGES) instantiations of search_mma_cp (cuda/vsa_search_cp.cu): the memory
 #: rows staged through shared memory by cp.async, STAGES groups of two k-steps a warp.
-CP_VARIANTS = (("cp", 8, 8, 4), ("cp", 8, 8, 6), ("cp", 8, 16, 3), ("cp", 4, 8, 4), ("cp", 2, 8, 4),
-               ("cp", 1, 8, 4))
+CP_VARIANTS = (("cp", 8, 8, 2), ("cp", 8, 4, 4), ("cp", 8, 4, 5), ("cp", 8, 16, 3), ("cp", 4, 8, 4),
+               ("cp", 2, 8, 4), ("cp", 1, 8, 4))
 MMA_VARIANTS = REG_VARIANTS + CP_VARIANTS
 #: the variant used for each query-tile width NT (timed against the others by
 #: benchmarks/bench_search_cuda.py).
-MMA_PICK = {8: ("cp", 8, 8, 4), 4: ("cp", 4, 8, 4), 2: ("cp", 2, 8, 4), 1: ("cp", 1, 8, 4)}
+MMA_PICK = {8: (8, 1, 8, 4), 4: (4, 1, 8, 4), 2: (2, 1, 8, 4), 1: (1, 1, 8, 4)}
 #: 16-byte vectors a lane keeps in flight per plane in search_scan.
 SCAN_U = (2, 4)
 #: rows a warp of search_scan_cp has in flight (+1), instantiated.
@@ -62,7 +62,7 @@ MMA_FROM_Q = 2
 VARIANT = None
 #: the one-query kernel: a value of SCAN_U (search_scan, vectors in flight a lane) or "cp3"/"cp5"
 #: (search_scan_cp, its STAGES; rows whose buffers do not fit in shared memory take search_scan).
-SCAN = "cp5"
+SCAN = "cp3"
 #: dynamic shared memory a search_mma block may take (the query planes of a chunk of the row).
 SMEM_BUDGET = 200 * 1024
 #: bytes of int32 scores one pass over the memory holds (more queries: several passes).
@@ -170,16 +170,28 @@ def _allow_smem(fn, nbytes: int) -> None:
 
 def topk(be, s, k: int, kb: int, idx, val) -> None:
     """The k (<= kb) best of each row of the int32 scores ``s`` into ``idx`` and ``val``."""
+    cand = topk_blocks(be, s, kb)
+    topk_merge(cand, k, idx, val)
+
+
+def topk_blocks(be, s, kb: int):
+    """(Q, blocks, kb) int64 keys: the kb best of each block of rows (at least 2 blocks a SM)."""
     q, m = s.shape
-    chunks = _cdiv(m, 256 * TOPK_PER_THREAD)
+    chunks = max(_cdiv(m, 256 * TOPK_PER_THREAD), min(_cdiv(m, 2048), _cdiv(2 * be._sm_count(), q)))
     chunk = _cdiv(m, chunks)
     chunks = _cdiv(m, chunk)
     cand = be._cp.empty((q, chunks, kb), np.int64)
     kernels.function(TOPK, f"topk{kb}")((chunks, q), (256,), (s, cand, np.int64(m),
                                                                  np.int64(chunk)))
+    return cand
+
+
+def topk_merge(cand, k: int, idx, val) -> None:
+    """The k best of each query's candidate keys into ``idx``, ``val`` (int64 (Q, k))."""
+    q, chunks, kb = cand.shape
     kernels.function(TOPK, f"merge{kb}")((q,), (256,), (cand, np.int64(chunks * kb), idx, val,
                                                           np.int32(k)))
 
 
 __all__ = ["ENGINE", "MMA_FROM_Q", "MMA_PICK", "MMA_VARIANTS", "SEARCH", "SPECS", "TOPK", "TOPK_K",
-           "VARIANT", "scores", "search", "topk"]
+           "VARIANT", "scores", "search", "topk", "topk_blocks", "topk_merge"]
