@@ -72,7 +72,7 @@ def test_several_passes_over_memory(be, sl, monkeypatch, rng):
     run(be, trits(rng, (130, 200)), trits(rng, (300, 200)), 9)
 
 
-@pytest.mark.parametrize("k", [1, 15, 16, 17, 63, 64, 65, 500])
+@pytest.mark.parametrize("k", [1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 500])
 def test_topk_list_lengths(be, rng, k):
     mem = trits(rng, (5, 100))[rng.integers(0, 5, 3000)]  # heavy ties across blocks of rows
     run(be, trits(rng, (4, 100)), mem, k)

@@ -33,8 +33,9 @@ MMA_PICK = {8: (8, 1, 8, 4), 4: (4, 1, 8, 4), 2: (2, 1, 8, 4), 1: (1, 1, 8, 4)}
 SCAN_U = (2, 4)
 #: rows a warp of search_scan_cp has in flight (+1), instantiated.
 SCAN_CP_STAGES = (3, 5)
-#: top-k list lengths the top-k kernels are instantiated for (k above the largest: a sort).
-TOPK_K = (16, 64)
+#: top-k list lengths the top-k kernels are instantiated for (k above the largest: a sort); up to
+#: 32 a warp's list lies across its lanes, 64 is one list a thread.
+TOPK_K = (16, 32, 64)
 
 SEARCH = kernels.ModuleSpec("vsa_search", "vsa_search.cu", {
     **{"mma{}_{}_{}_{}".format(*v): "ptg::search_mma<{}, {}, {}, {}>".format(*v)
@@ -47,8 +48,8 @@ SEARCH_CP = kernels.ModuleSpec("vsa_search_cp", "vsa_search_cp.cu", {
        for v in CP_VARIANTS},
     **{f"scan_cp{st}": f"ptg::search_scan_cp<{st}>" for st in SCAN_CP_STAGES}})
 TOPK = kernels.ModuleSpec("vsa_topk", "vsa_topk.cu", {
-    **{f"topk{k}": f"ptg::topk_scores<{k}>" for k in TOPK_K},
-    **{f"merge{k}": f"ptg::topk_merge<{k}>" for k in TOPK_K}})
+    **{f"topk{k}": f"ptg::topk_scores{'_w' if k <= 32 else ''}<{k}>" for k in TOPK_K},
+    **{f"merge{k}": f"ptg::topk_merge{'_w' if k <= 32 else ''}<{k}>" for k in TOPK_K}})
 #: every module of this file (kernels.module_specs lists them for the nvcc compile test).
 SPECS = (SEARCH, SEARCH_CP, TOPK)
 
