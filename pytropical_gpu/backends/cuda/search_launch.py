@@ -20,7 +20,8 @@ from . import kernels
 
 #: (NT, MT, WARPS, G) instantiations of search_mma: 8 NT queries a block, 16 MT rows a warp, WARPS
 #: warps a block, G k-steps of 256 trits loaded while the previous G multiply.
-REG_VARIANTS = ((8, 1, 8, 4), (8, 1, 16, 2), (4, 1, 8, 4), (2, 1, 8, 4), (1, 1, 8, 4))
+REG_VARIANTS = ((8, 1, 8, 4), (8, 1, 8, 6), (8, 1, 8, 8), (8, 1, 16, 2), (4, 1, 8, 4), (4, 1, 8, 8),
+                (2, 1, 8, 4), (1, 1, 8, 4))
 #: ("cp", NT, WARPS, STAGES) instantiations of search_mma_cp (cuda/vsa_search_cp.cu): the memory
 #: rows staged through shared memory by cp.async, STAGES groups of two k-steps a warp.
 CP_VARIANTS = (("cp", 8, 8, 2), ("cp", 8, 4, 4), ("cp", 8, 4, 5), ("cp", 8, 16, 3), ("cp", 4, 8, 4),
