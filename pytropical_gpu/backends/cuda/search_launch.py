@@ -2,14 +2,16 @@
 int32 dot of every (query, memory row) pair, then the k best rows per query on the device; the
 scores never leave it.
 
-Scores come from ``search_mma_cp`` or ``search_mma`` (1-bit tensor cores: ``mma.sync`` b1 AND +
-popcount, the memory read once per block of ``8 NT`` queries, 0.25 byte a trit; the first stages
-the rows through shared memory, ``cuda/vsa_search_cp.cu``) from :data:`MMA_FROM_Q` queries on, and
-for one query from ``search_scan`` (a bandwidth kernel: one warp per row, 16-byte reads; planes at
-a 16-byte aligned address) or ``search_popc`` (4-byte reads, any alignment). The top-k is two passes
+From :data:`MMA_FROM_Q` queries on, the scores come from ``search_mma``: 1-bit tensor cores
+(``mma.sync`` b1 AND + popcount, three products per 256 trits), the memory read once per block of
+``8 NT`` queries at 0.25 byte a trit (``search_mma_cp``, which stages the rows through shared
+memory, measured slower and stays for the benchmarks). One query: ``search_scan_cp`` (rows copied
+into shared memory by ``cp.async``; planes at a 16-byte aligned address), else ``search_scan``
+(16-byte reads) or ``search_popc`` (4-byte reads, any alignment). The top-k is two passes
 (``topk_scores`` per block of rows, ``topk_merge`` per query) for k <= 64; a larger k sorts the
 int32 scores (``CudaBackend._topk``). Rows of 2^30 trits or more, or 2^31 rows or more, take the
-previous path (``_dot`` then ``_topk``), whose int64 scores cannot overflow.
+previous path (``_dot`` then ``_topk``), whose int64 scores cannot overflow. Measurements:
+``benchmarks/results/search_cuda_notes.md``.
 """
 
 from __future__ import annotations
@@ -20,12 +22,10 @@ from . import kernels
 
 #: (NT, MT, WARPS, G) instantiations of search_mma: 8 NT queries a block, 16 MT rows a warp, WARPS
 #: warps a block, G k-steps of 256 trits loaded while the previous G multiply.
-REG_VARIANTS = ((8, 1, 8, 4), (8, 1, 8, 6), (8, 1, 8, 8), (8, 1, 16, 2), (4, 1, 8, 4), (4, 1, 8, 8),
-                (2, 1, 8, 4), (1, 1, 8, 4))
+REG_VARIANTS = ((8, 1, 8, 4), (8, 1, 8, 8), (8, 1, 16, 2), (4, 1, 8, 4), (2, 1, 8, 4), (1, 1, 8, 4))
 #: ("cp", NT, WARPS, STAGES) instantiations of search_mma_cp (cuda/vsa_search_cp.cu): the memory
 #: rows staged through shared memory by cp.async, STAGES groups of two k-steps a warp.
-CP_VARIANTS = (("cp", 8, 8, 2), ("cp", 8, 4, 4), ("cp", 8, 4, 5), ("cp", 8, 16, 3), ("cp", 4, 8, 4),
-               ("cp", 2, 8, 4), ("cp", 1, 8, 4))
+CP_VARIANTS = (("cp", 8, 8, 2), ("cp", 8, 16, 3), ("cp", 1, 8, 4))
 MMA_VARIANTS = REG_VARIANTS + CP_VARIANTS
 #: the variant used for each query-tile width NT (timed against the others by
 #: benchmarks/bench_search_cuda.py).
