@@ -187,9 +187,7 @@ def module_specs() -> list[ModuleSpec]:
         user = Semiring(f"user_{dt}", np.maximum, np.minimum, -np.inf, np.inf, dtypes=(dt,),
                         cuda_add=add, cuda_mul=mul, selective=add.startswith("fmax"))
         specs.append(gemm_spec(user, np.dtype(dt)))
-    from .search_launch import SPECS as SEARCH_SPECS  # search names its kernels there
-
-    specs += [BOOLEAN, VSA, VSA_VEC, *SEARCH_SPECS]
+    specs += [BOOLEAN, VSA, VSA_VEC]
     return specs
 
 

@@ -51,7 +51,7 @@ SEARCH_CP = kernels.ModuleSpec("vsa_search_cp", "vsa_search_cp.cu", {
 TOPK = kernels.ModuleSpec("vsa_topk", "vsa_topk.cu", {
     **{f"topk{k}": f"ptg::topk_scores{'_w' if k <= 32 else ''}<{k}>" for k in TOPK_K},
     **{f"merge{k}": f"ptg::topk_merge{'_w' if k <= 32 else ''}<{k}>" for k in TOPK_K}})
-#: every module of this file (kernels.module_specs lists them for the nvcc compile test).
+#: every module of this file (``backends.cuda.module_specs`` adds them for the nvcc compile test).
 SPECS = (SEARCH, SEARCH_CP, TOPK)
 
 #: "auto" (by query count), "mma", "scan" or "popc" (always that scoring kernel; "scan" where it
