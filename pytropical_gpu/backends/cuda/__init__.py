@@ -61,8 +61,9 @@ def create():
 def module_specs():
     """Every module/instantiation the backend compiles (for the nvcc compile test)."""
     from .kernels import module_specs as specs
+    from .search_launch import SPECS as SEARCH_SPECS  # search names its kernels there
 
-    return specs()
+    return specs() + list(SEARCH_SPECS)
 
 
 def mark_opened() -> None:

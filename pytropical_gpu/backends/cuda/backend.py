@@ -16,7 +16,7 @@ from ...semirings import Semiring
 from ...types import SoftTernaryVec
 from .. import _process
 from ..base import Backend, ceil_div
-from . import kernels, vsa_launch
+from . import kernels, search_launch, vsa_launch
 from .launch import wrap_errors
 
 _MAX_GRID_YZ = 65535
@@ -269,6 +269,10 @@ class CudaBackend(Backend):
     def _harden(self, sign, mag, threshold):
         return vsa_launch.harden(self, sign, mag, threshold)
 
+    def _search(self, qp, qn, mp, mn, k):
+        """Scores and top-k on the device (search_launch.py: tensor cores or popcount)."""
+        return search_launch.search(self, qp, qn, mp, mn, k)
+
     def _topk(self, scores, k):
         cp = self._cp
         order = cp.argsort(-scores, axis=-1)[:, :k]  # CuPy's argsort is stable
@@ -276,6 +280,6 @@ class CudaBackend(Backend):
 
 
 wrap_errors(CudaBackend, ("_gemm", "_pack", "_boolmm", "_bind", "_bundle", "_dot", "_nnz", "_permute",
-                          "_accumulate", "_harden", "_topk", "_dpx_ok"))
+                          "_accumulate", "_harden", "_topk", "_dpx_ok", "_search"))
 
 __all__ = ["CudaBackend"]

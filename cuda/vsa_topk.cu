@@ -1,0 +1,196 @@
+// Top-k of int32 scores for pytropical_gpu's item-memory search (cuda/vsa_search*.cu make the
+// scores): the k best rows per query, best first, ties to the smaller row. Two passes:
+// topk_scores (the K best of each block of rows) and topk_merge (the k best of a query's blocks);
+// K <= 32 keeps each warp's list across its lanes (the _w kernels), K = 64 one list a thread.
+
+namespace ptg {
+
+typedef long long i64;
+
+// ---------------------------------------------------------------------------- top-k
+// A candidate is one int64 key: score in the high word, 0xffffffff - row in the low word, so a
+// larger key is a larger score or the same score at a smaller row. EMPTY is below every key.
+#define PTG_EMPTY (-0x7fffffffffffffffLL - 1)
+
+__device__ __forceinline__ i64 key_of(int score, i64 row) {
+  return (i64)(((unsigned long long)(long long)score << 32) | (0xffffffffu - (unsigned)row));
+}
+
+// l: descending, K long; key goes in if it beats the last.
+template <int K>
+__device__ __forceinline__ void insert(i64 (&l)[K], i64 key) {
+  if (key <= l[K - 1]) return;
+  l[K - 1] = key;
+#pragma unroll
+  for (int j = K - 1; j > 0; --j)
+    if (l[j] > l[j - 1]) { const i64 x = l[j]; l[j] = l[j - 1]; l[j - 1] = x; }
+}
+
+// The K largest heads of a warp's lists, in order, into out[0..K) (lane 0 writes).
+template <int K>
+__device__ __forceinline__ void warp_merge(i64 (&l)[K], i64* out) {
+  const int lane = threadIdx.x & 31;
+  for (int i = 0; i < K; ++i) {
+    i64 m = l[0];
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, off));
+    if (lane == 0) out[i] = m;
+    if (l[0] == m) {  // keys are distinct (EMPTY aside): one lane pops
+#pragma unroll
+      for (int j = 0; j < K - 1; ++j) l[j] = l[j + 1];
+      l[K - 1] = PTG_EMPTY;
+    }
+  }
+}
+
+// The block's K best of every thread's list l into out[0..K) (256 threads; visible to thread 0).
+template <int K>
+__device__ __forceinline__ void block_merge(i64 (&l)[K], i64* out) {
+  __shared__ i64 part[8][K];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  warp_merge<K>(l, part[warp]);
+  __syncthreads();
+  if (warp == 0) {
+#pragma unroll
+    for (int j = 0; j < K; ++j) l[j] = lane < 8 ? part[lane][j] : PTG_EMPTY;
+    warp_merge<K>(l, out);
+  }
+}
+
+// grid (chunks, queries): the K best keys of S[q, chunk] into cand[(q * chunks + c) * K ..].
+template <int K>
+__global__ void __launch_bounds__(256)
+topk_scores(const int* __restrict__ S, i64* __restrict__ cand, i64 M, i64 chunk) {
+  const i64 q = blockIdx.y, c = blockIdx.x;
+  const i64 lo = c * chunk, hi = min(M, lo + chunk);
+  i64 l[K];
+#pragma unroll
+  for (int j = 0; j < K; ++j) l[j] = PTG_EMPTY;
+  const int* s = S + q * M;
+  // T: the largest K-th key of the warp's lists. A key <= T has K better keys in that one list,
+  // so it cannot be in the warp's K best: skipped without the insertion.
+  i64 T = PTG_EMPTY;
+  const int lane = threadIdx.x & 31;
+  for (i64 b = lo + threadIdx.x - lane; b < hi; b += 256 * 8) {  // warp-uniform; 8 loads in flight
+    const i64 r0 = b + lane;
+    int v[8];
+#pragma unroll
+    for (int u = 0; u < 8; ++u) v[u] = r0 + 256 * u < hi ? __ldg(s + r0 + 256 * u) : 0;
+#pragma unroll
+    for (int u = 0; u < 8; ++u) {
+      const i64 key = key_of(v[u], r0 + 256 * u);
+      if (r0 + 256 * u < hi && key > T) insert<K>(l, key);
+    }
+    T = l[K - 1];
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) T = max(T, __shfl_xor_sync(0xffffffffu, T, off));
+  }
+  block_merge<K>(l, cand + (q * gridDim.x + c) * K);
+}
+
+// grid (queries): the k best of a query's n candidate keys -> idx, val (int64, k <= K).
+template <int K>
+__global__ void __launch_bounds__(256)
+topk_merge(const i64* __restrict__ cand, i64 n, long long* __restrict__ idx,
+           long long* __restrict__ val, int k) {
+  __shared__ i64 best[K];
+  const i64 q = blockIdx.x;
+  i64 l[K];
+#pragma unroll
+  for (int j = 0; j < K; ++j) l[j] = PTG_EMPTY;
+  for (i64 i = threadIdx.x; i < n; i += 256) insert<K>(l, __ldg(cand + q * n + i));
+  block_merge<K>(l, best);
+  __syncthreads();
+  if (threadIdx.x < k) {
+    const i64 key = best[threadIdx.x];
+    idx[q * k + threadIdx.x] = (i64)(0xffffffffu - (unsigned)(key & 0xffffffffLL));
+    val[q * k + threadIdx.x] = key >> 32;
+  }
+}
+
+// ---------------------------------------------------------------------------- warp lists, K <= 32
+// Lane i holds the warp's i-th best key, the 32 lanes in descending order. A key goes in only when
+// it beats lane K - 1's (the warp's K-th best): after the first keys almost none does, so a key
+// costs a compare and a ballot, with no divergence (the per-thread lists above insert far more).
+__device__ __forceinline__ void wl_insert(i64& mine, i64 key, int lane) {
+  const int pos = __popc(__ballot_sync(0xffffffffu, mine > key));
+  const i64 up = __shfl_up_sync(0xffffffffu, mine, 1);
+  if (lane > pos) mine = up;
+  else if (lane == pos) mine = key;
+}
+
+template <int K>
+__device__ __forceinline__ void wl_feed(i64& mine, i64& thr, i64 key, bool ok, int lane) {
+  unsigned c = __ballot_sync(0xffffffffu, ok && key > thr);
+  while (c) {
+    const int src = __ffs(c) - 1;
+    c &= c - 1;
+    const i64 kk = __shfl_sync(0xffffffffu, key, src);
+    if (kk > thr) {
+      wl_insert(mine, kk, lane);
+      thr = __shfl_sync(0xffffffffu, mine, K - 1);
+    }
+  }
+}
+
+// The block's K best of every warp's list into out[0..K) (256 threads; lanes < K of warp 0 write).
+template <int K>
+__device__ __forceinline__ void wl_block(i64 mine, i64* out) {
+  __shared__ i64 part[8 * K];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane < K) part[warp * K + lane] = mine;
+  __syncthreads();
+  if (warp == 0) {
+    i64 best = PTG_EMPTY, thr = PTG_EMPTY;
+    for (int b = 0; b < 8 * K; b += 32) {
+      const bool ok = b + lane < 8 * K;
+      wl_feed<K>(best, thr, ok ? part[b + lane] : PTG_EMPTY, ok, lane);
+    }
+    if (lane < K) out[lane] = best;
+  }
+}
+
+// As topk_scores, with warp lists (K <= 32).
+template <int K>
+__global__ void __launch_bounds__(256)
+topk_scores_w(const int* __restrict__ S, i64* __restrict__ cand, i64 M, i64 chunk) {
+  const i64 q = blockIdx.y, c = blockIdx.x;
+  const i64 lo = c * chunk, hi = min(M, lo + chunk);
+  const int* s = S + q * M;
+  const int lane = threadIdx.x & 31;
+  i64 mine = PTG_EMPTY, thr = PTG_EMPTY;
+  for (i64 b = lo + threadIdx.x - lane; b < hi; b += 256 * 8) {  // warp-uniform; 8 loads in flight
+    const i64 r0 = b + lane;
+    int v[8];
+#pragma unroll
+    for (int u = 0; u < 8; ++u) v[u] = r0 + 256 * u < hi ? __ldg(s + r0 + 256 * u) : 0;
+#pragma unroll
+    for (int u = 0; u < 8; ++u)
+      wl_feed<K>(mine, thr, key_of(v[u], r0 + 256 * u), r0 + 256 * u < hi, lane);
+  }
+  wl_block<K>(mine, cand + (q * gridDim.x + c) * K);
+}
+
+// As topk_merge, with warp lists (K <= 32).
+template <int K>
+__global__ void __launch_bounds__(256)
+topk_merge_w(const i64* __restrict__ cand, i64 n, long long* __restrict__ idx,
+             long long* __restrict__ val, int k) {
+  __shared__ i64 best[K];
+  const i64 q = blockIdx.x;
+  const int lane = threadIdx.x & 31;
+  i64 mine = PTG_EMPTY, thr = PTG_EMPTY;
+  for (i64 b = threadIdx.x - lane; b < n; b += 256) {
+    const bool ok = b + lane < n;
+    wl_feed<K>(mine, thr, ok ? __ldg(cand + q * n + b + lane) : PTG_EMPTY, ok, lane);
+  }
+  wl_block<K>(mine, best);
+  __syncthreads();
+  if (threadIdx.x < k) {
+    const i64 key = best[threadIdx.x];
+    idx[q * k + threadIdx.x] = (i64)(0xffffffffu - (unsigned)(key & 0xffffffffLL));
+    val[q * k + threadIdx.x] = key >> 32;
+  }
+}
+
+}  // namespace ptg

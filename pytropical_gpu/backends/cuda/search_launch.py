@@ -1,0 +1,199 @@
+"""Item-memory search on the CUDA backend (``cuda/vsa_search*.cu``, ``cuda/vsa_topk.cu``): the exact
+int32 dot of every (query, memory row) pair, then the k best rows per query on the device; the
+scores never leave it.
+
+From :data:`MMA_FROM_Q` queries on, the scores come from ``search_mma``: 1-bit tensor cores
+(``mma.sync`` b1 AND + popcount, three products per 256 trits), the memory read once per block of
+``8 NT`` queries at 0.25 byte a trit (``search_mma_cp``, which stages the rows through shared
+memory, measured slower and stays for the benchmarks). One query: ``search_scan_cp`` (rows copied
+into shared memory by ``cp.async``; planes at a 16-byte aligned address), else ``search_scan``
+(16-byte reads) or ``search_popc`` (4-byte reads, any alignment). The top-k is two passes
+(``topk_scores`` per block of rows, ``topk_merge`` per query) for k <= 64; a larger k sorts the
+int32 scores (``CudaBackend._topk``). Rows of 2^30 trits or more, or 2^31 rows or more, take the
+previous path (``_dot`` then ``_topk``), whose int64 scores cannot overflow. Measurements:
+``benchmarks/results/search_cuda_notes.md``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import kernels
+
+#: (NT, MT, WARPS, G) instantiations of search_mma: 8 NT queries a block, 16 MT rows a warp, WARPS
+#: warps a block, G k-steps of 256 trits loaded while the previous G multiply.
+REG_VARIANTS = ((8, 1, 8, 4), (8, 1, 8, 8), (8, 1, 16, 2), (4, 1, 8, 4), (2, 1, 8, 4), (1, 1, 8, 4))
+#: ("cp", NT, WARPS, STAGES) instantiations of search_mma_cp (cuda/vsa_search_cp.cu): the memory
+#: rows staged through shared memory by cp.async, STAGES groups of two k-steps a warp.
+CP_VARIANTS = (("cp", 8, 8, 2), ("cp", 8, 16, 3), ("cp", 1, 8, 4))
+MMA_VARIANTS = REG_VARIANTS + CP_VARIANTS
+#: the variant used for each query-tile width NT (timed against the others by
+#: benchmarks/bench_search_cuda.py).
+MMA_PICK = {8: (8, 1, 8, 4), 4: (4, 1, 8, 4), 2: (2, 1, 8, 4), 1: (1, 1, 8, 4)}
+#: 16-byte vectors a lane keeps in flight per plane in search_scan.
+SCAN_U = (2, 4)
+#: rows a warp of search_scan_cp has in flight (+1), instantiated.
+SCAN_CP_STAGES = (3, 5)
+#: top-k list lengths the top-k kernels are instantiated for (k above the largest: a sort); up to
+#: 32 a warp's list lies across its lanes, 64 is one list a thread.
+TOPK_K = (16, 32, 64)
+
+SEARCH = kernels.ModuleSpec("vsa_search", "vsa_search.cu", {
+    **{"mma{}_{}_{}_{}".format(*v): "ptg::search_mma<{}, {}, {}, {}>".format(*v)
+       for v in REG_VARIANTS},
+    **{f"scan{u}{g}": f"ptg::search_scan<{u}, {'false' if g else 'true'}>" for u in SCAN_U
+       for g in ("", "g")},
+    "popc": "ptg::search_popc"})
+SEARCH_CP = kernels.ModuleSpec("vsa_search_cp", "vsa_search_cp.cu", {
+    **{"cp{}_{}_{}".format(*v[1:]): "ptg::search_mma_cp<{}, {}, {}>".format(*v[1:])
+       for v in CP_VARIANTS},
+    **{f"scan_cp{st}": f"ptg::search_scan_cp<{st}>" for st in SCAN_CP_STAGES}})
+TOPK = kernels.ModuleSpec("vsa_topk", "vsa_topk.cu", {
+    **{f"topk{k}": f"ptg::topk_scores{'_w' if k <= 32 else ''}<{k}>" for k in TOPK_K},
+    **{f"merge{k}": f"ptg::topk_merge{'_w' if k <= 32 else ''}<{k}>" for k in TOPK_K}})
+#: every module of this file (``backends.cuda.module_specs`` adds them for the nvcc compile test).
+SPECS = (SEARCH, SEARCH_CP, TOPK)
+
+#: "auto" (by query count), "mma", "scan" or "popc" (always that scoring kernel; "scan" where it
+#: can run: one query, aligned planes; else as "auto"), "old" (``_dot`` then ``_topk``, the path
+#: before this module). Read at every call; benchmarks switch it.
+ENGINE = "auto"
+#: queries from which the tensor-core kernel scores (below: search_scan, or search_popc).
+MMA_FROM_Q = 2
+#: a value of MMA_VARIANTS forcing the tensor-core kernel (benchmarks), or None for MMA_PICK.
+VARIANT = None
+#: the one-query kernel: a value of SCAN_U (search_scan, vectors in flight a lane) or "cp3"/"cp5"
+#: (search_scan_cp, its STAGES; rows whose buffers do not fit in shared memory take search_scan).
+SCAN = "cp3"
+#: dynamic shared memory a search_mma block may take (the query planes of a chunk of the row).
+SMEM_BUDGET = 200 * 1024
+#: bytes of int32 scores one pass over the memory holds (more queries: several passes).
+SCORES_BUDGET = 1 << 28
+#: scores a thread of topk_scores takes (its block: 256 threads).
+TOPK_PER_THREAD = 64
+
+_I32 = 2**31 - 1
+_smem_allowed: dict[int, int] = {}
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def search(be, qp, qn, mp, mn, k: int):
+    """(idx, vals) int64 (Q, k): the k best rows of memory (mp, mn) for each query (qp, qn)."""
+    cp = be._cp
+    q, w = qp.shape
+    m = mp.shape[0]
+    if ENGINE == "old" or w * 32 >= 2**30 or m >= _I32:
+        return be._topk(be._dot(qp, qn, mp, mn), k)
+    kb = next((x for x in TOPK_K if x >= k), None)
+    group = max(1, min(q, SCORES_BUDGET // (4 * m), 65535))
+    if group < q and group > 64:
+        group -= group % 64
+    idx, val = cp.empty((q, k), np.int64), cp.empty((q, k), np.int64)
+    for q0 in range(0, q, group):
+        q1 = min(q, q0 + group)
+        s = scores(be, qp[q0:q1], qn[q0:q1], mp, mn)
+        if kb is None:
+            idx[q0:q1], val[q0:q1] = be._topk(s.astype(np.int64), k)
+        else:
+            topk(be, s, k, kb, idx[q0:q1], val[q0:q1])
+    return idx, val
+
+
+def scores(be, qp, qn, mp, mn):
+    """int32 (Q, M) dots (|dot| <= dim < 2^30), by the kernel :data:`ENGINE` picks."""
+    cp = be._cp
+    q, w = qp.shape
+    m = mp.shape[0]
+    s = cp.empty((q, m), np.int32)
+    sms = be._sm_count()
+    scan = q == 1 and mp.data.ptr % 16 == 0 and mn.data.ptr % 16 == 0
+    if scan and (ENGINE == "scan" or (ENGINE == "auto" and q < MMA_FROM_Q)):
+        span = _cdiv(w, 4) + 1  # 16-byte vectors covering a row at any alignment
+        if isinstance(SCAN, str):
+            stages = int(SCAN[2:])
+            smem = 16 * _cdiv(2 * w, 4) + 8 * stages * 2 * span * 16
+            if smem <= 110 * 1024:
+                fn = kernels.function(SEARCH_CP, f"scan_cp{stages}")
+                _allow_smem(fn, smem)
+                fn((max(1, min(_cdiv(m, 8), sms * 2)),), (256,),
+                   (mp, mn, qp, qn, s, np.int64(m), np.int64(w), np.int32(span)), shared_mem=smem)
+                return s
+        u = SCAN if isinstance(SCAN, int) else SCAN_U[-1]
+        qsh = 8 * w <= 48 * 1024  # the query's planes in shared memory
+        kernels.function(SEARCH, f"scan{u}" + ("" if qsh else "g"))(
+            (max(1, min(_cdiv(m, 8), sms * 8)),), (256,),
+            (mp, mn, qp, qn, s, np.int64(m), np.int64(w)), shared_mem=8 * w if qsh else 0)
+        return s
+    if ENGINE == "popc" or (ENGINE == "auto" and q < MMA_FROM_Q):
+        kernels.function(SEARCH, "popc")((max(1, min(_cdiv(m, 8), sms * 8)),), (256,), (
+            mp, mn, qp, qn, s, np.int64(m), np.int64(q), np.int64(w)))
+        return s
+    nt = 1 if q <= 8 else 2 if q <= 16 else 4 if q <= 32 else 8
+    variant = VARIANT or MMA_PICK[nt]
+    _mma(be, variant, qp, qn, mp, mn, s)
+    return s
+
+
+def _mma(be, variant, qp, qn, mp, mn, s) -> None:
+    q, w = qp.shape
+    m = mp.shape[0]
+    steps = _cdiv(w, 8)
+    if variant[0] == "cp":
+        _, nt, warps, stages = variant
+        rows, staging = 16, warps * stages * 3072
+        fn = kernels.function(SEARCH_CP, f"cp{nt}_{warps}_{stages}")
+    else:
+        nt, mt, warps, g = variant
+        rows, staging = 16 * mt, 0
+        fn = kernels.function(SEARCH, f"mma{nt}_{mt}_{warps}_{g}")
+    budget = min(SMEM_BUDGET, 227 * 1024 - staging - 1024)
+    cs = max(1, min(steps, budget // (nt * 512)))  # k-steps of 8 words in shared memory
+    cs = _cdiv(steps, _cdiv(steps, cs))  # chunks of equal length
+    smem = cs * nt * 512 + staging
+    _allow_smem(fn, smem)
+    per_sm = max(1, min(2048 // (32 * warps), (227 * 1024) // (smem + 1024)))
+    gx = max(1, min(_cdiv(_cdiv(m, rows), warps), be._sm_count() * per_sm))
+    fn((gx, _cdiv(q, 8 * nt)), (32 * warps,), (mp, mn, qp, qn, s, np.int64(m), np.int64(q),
+                                               np.int64(w), np.int32(8 * cs)), shared_mem=smem)
+
+
+def _allow_smem(fn, nbytes: int) -> None:
+    """Raise the kernel's dynamic shared memory limit to ``nbytes`` (beyond the default 48 KiB)."""
+    if nbytes <= 48 * 1024 or _smem_allowed.get(fn.ptr, 0) >= nbytes:
+        return
+    from cupy.cuda import driver
+
+    driver.funcSetAttribute(fn.ptr, 8, nbytes)  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    _smem_allowed[fn.ptr] = nbytes
+
+
+def topk(be, s, k: int, kb: int, idx, val) -> None:
+    """The k (<= kb) best of each row of the int32 scores ``s`` into ``idx`` and ``val``."""
+    cand = topk_blocks(be, s, kb)
+    topk_merge(cand, k, idx, val)
+
+
+def topk_blocks(be, s, kb: int):
+    """(Q, blocks, kb) int64 keys: the kb best of each block of rows (at least 2 blocks a SM)."""
+    q, m = s.shape
+    chunks = max(_cdiv(m, 256 * TOPK_PER_THREAD), min(_cdiv(m, 2048), _cdiv(2 * be._sm_count(), q)))
+    chunk = _cdiv(m, chunks)
+    chunks = _cdiv(m, chunk)
+    cand = be._cp.empty((q, chunks, kb), np.int64)
+    kernels.function(TOPK, f"topk{kb}")((chunks, q), (256,), (s, cand, np.int64(m),
+                                                                 np.int64(chunk)))
+    return cand
+
+
+def topk_merge(cand, k: int, idx, val) -> None:
+    """The k best of each query's candidate keys into ``idx``, ``val`` (int64 (Q, k))."""
+    q, chunks, kb = cand.shape
+    kernels.function(TOPK, f"merge{kb}")((q,), (256,), (cand, np.int64(chunks * kb), idx, val,
+                                                          np.int32(k)))
+
+
+__all__ = ["ENGINE", "MMA_FROM_Q", "MMA_PICK", "MMA_VARIANTS", "SEARCH", "SPECS", "TOPK", "TOPK_K",
+           "VARIANT", "scores", "search", "topk", "topk_blocks", "topk_merge"]
