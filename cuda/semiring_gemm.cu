@@ -102,6 +102,11 @@ template <typename T, class D> struct Base {
   typedef T type;
   // kSplit: the functor has a guard-free fast path (fast_ok / fma_fast, see above)
   static constexpr bool kSplit = false;
+  // kPair: fma2 folds two terms into acc with one 3-input instruction (see MaxMin / MinMax)
+  static constexpr bool kPair = false;
+  __device__ __forceinline__ static T fma2(T acc, T a0, T b0, T a1, T b1) {
+    return D::fma(D::fma(acc, a0, b0), a1, b1);
+  }
   __device__ __forceinline__ static bool fast_ok(T) { return true; }
   __device__ __forceinline__ static T fma_fast(T acc, T a, T b) { return D::fma(acc, a, b); }
   __device__ __forceinline__ static T fma(T acc, T a, T b) { return D::add(acc, D::mul(a, b)); }
@@ -160,12 +165,21 @@ template <typename T> struct MaxTimes : Base<T, MaxTimes<T> > {
   __device__ __forceinline__ static T fma_fast(T acc, T a, T b) { return vmax(acc, plain_mul(a, b)); }
   __device__ __forceinline__ static bool better(T v, T acc) { return v > acc; }
 };
+// min/max (both ⊕ and ⊗ on the ALU pipe's half-rate FMNMX/IMNMX): on int32, two terms fold with
+// Hopper's 3-input __vimin3_s32 / __vimax3_s32 (emulated before sm_90): 3 instructions for 2 terms.
+template <typename T> struct IsInt32 { static constexpr bool value = false; };
+template <> struct IsInt32<int> { static constexpr bool value = true; };
 template <typename T> struct MinMax : Base<T, MinMax<T> > {
   __device__ __forceinline__ static T zero() { return Lim<T>::hi(); }
   __device__ __forceinline__ static T one() { return Lim<T>::lo(); }
   __device__ __forceinline__ static T add(T x, T y) { return vmin(x, y); }
   __device__ __forceinline__ static T mul(T a, T b) { return vmax(a, b); }
   __device__ __forceinline__ static bool better(T v, T acc) { return v < acc; }
+  static constexpr bool kPair = IsInt32<T>::value;
+  __device__ __forceinline__ static T fma2(T acc, T a0, T b0, T a1, T b1) {
+    if constexpr (IsInt32<T>::value) return __vimin3_s32(acc, max(a0, b0), max(a1, b1));
+    else return add(add(acc, mul(a0, b0)), mul(a1, b1));
+  }
 };
 template <typename T> struct MaxMin : Base<T, MaxMin<T> > {
   __device__ __forceinline__ static T zero() { return Lim<T>::lo(); }
@@ -173,6 +187,40 @@ template <typename T> struct MaxMin : Base<T, MaxMin<T> > {
   __device__ __forceinline__ static T add(T x, T y) { return vmax(x, y); }
   __device__ __forceinline__ static T mul(T a, T b) { return vmin(a, b); }
   __device__ __forceinline__ static bool better(T v, T acc) { return v > acc; }
+  static constexpr bool kPair = IsInt32<T>::value;
+  __device__ __forceinline__ static T fma2(T acc, T a0, T b0, T a1, T b1) {
+    if constexpr (IsInt32<T>::value) return __vimax3_s32(acc, min(a0, b0), min(a1, b1));
+    else return add(add(acc, mul(a0, b0)), mul(a1, b1));
+  }
+};
+// float32 max_min (MAX) / min_max for the tiled kernel without argmax: operands enter shared memory
+// as order-preserving int keys (load_map; NaN never reaches a kernel: the API refuses NaN operands),
+// so the k-loop runs the int32 3-input path; store_map turns the result back into the float.
+// add stays the float ⊕ (the epilogue's c and sr_combine see floats). -0.0 orders below +0.0 as a
+// key; both compare equal as floats, so the result equals the float fold's value.
+__device__ __forceinline__ int fkey(float x) {
+  const int b = __float_as_int(x);
+  return b >= 0 ? b : b ^ 0x7fffffff;
+}
+__device__ __forceinline__ float funkey(int k) { return __int_as_float(k >= 0 ? k : k ^ 0x7fffffff); }
+template <bool MAX> struct KeyMinMax : Base<float, KeyMinMax<MAX> > {
+  __device__ __forceinline__ static float zero() { return MAX ? Lim<float>::lo() : Lim<float>::hi(); }
+  __device__ __forceinline__ static float one() { return MAX ? Lim<float>::hi() : Lim<float>::lo(); }
+  __device__ __forceinline__ static float add(float x, float y) { return MAX ? fmaxf(x, y) : fminf(x, y); }
+  __device__ __forceinline__ static float load_map(float x) { return __int_as_float(fkey(x)); }
+  __device__ __forceinline__ static float store_map(float x) { return funkey(__float_as_int(x)); }
+  __device__ __forceinline__ static float fma(float acc, float a, float b) {
+    const int x = __float_as_int(acc), p = __float_as_int(a), q = __float_as_int(b);
+    return __int_as_float(MAX ? max(x, min(p, q)) : min(x, max(p, q)));
+  }
+  static constexpr bool kPair = true;
+  __device__ __forceinline__ static float fma2(float acc, float a0, float b0, float a1, float b1) {
+    const int x = __float_as_int(acc);
+    const int p0 = __float_as_int(a0), q0 = __float_as_int(b0);
+    const int p1 = __float_as_int(a1), q1 = __float_as_int(b1);
+    return __int_as_float(MAX ? __vimax3_s32(x, min(p0, q0), min(p1, q1))
+                              : __vimin3_s32(x, max(p0, q0), max(p1, q1)));
+  }
 };
 template <typename T> struct PlusTimes : Base<T, PlusTimes<T> > {
   __device__ __forceinline__ static T zero() { return (T)0; }
@@ -272,18 +320,36 @@ __device__ __forceinline__ void slab_mma(typename SR::type (&acc)[TM][TN],
                                          const typename SR::type (&Bs)[BK][BN], int ty, int tx) {
   typedef typename SR::type T;
   constexpr int CM = TM / 4, CN = TN / 4, SM = BM / CM, SN = BN / CN;
+  if constexpr (SR::kPair) {  // two k at a time: one 3-input fold per output
 #pragma unroll
-  for (int kk = 0; kk < BK; ++kk) {
-    T a[TM], b[TN];
+    for (int kk = 0; kk < BK; kk += 2) {
+      T a[2][TM], b[2][TN];
 #pragma unroll
-    for (int c = 0; c < CM; ++c) V4<T>::load(&As[kk][c * SM + ty * 4], a + 4 * c);
+      for (int h = 0; h < 2; ++h) {
 #pragma unroll
-    for (int c = 0; c < CN; ++c) V4<T>::load(&Bs[kk][c * SN + tx * 4], b + 4 * c);
+        for (int c = 0; c < CM; ++c) V4<T>::load(&As[kk + h][c * SM + ty * 4], a[h] + 4 * c);
 #pragma unroll
-    for (int i = 0; i < TM; ++i)
+        for (int c = 0; c < CN; ++c) V4<T>::load(&Bs[kk + h][c * SN + tx * 4], b[h] + 4 * c);
+      }
 #pragma unroll
-      for (int j = 0; j < TN; ++j)
-        acc[i][j] = FAST ? SR::fma_fast(acc[i][j], a[i], b[j]) : SR::fma(acc[i][j], a[i], b[j]);
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = SR::fma2(acc[i][j], a[0][i], b[0][j], a[1][i], b[1][j]);
+    }
+  } else {
+#pragma unroll
+    for (int kk = 0; kk < BK; ++kk) {
+      T a[TM], b[TN];
+#pragma unroll
+      for (int c = 0; c < CM; ++c) V4<T>::load(&As[kk][c * SM + ty * 4], a + 4 * c);
+#pragma unroll
+      for (int c = 0; c < CN; ++c) V4<T>::load(&Bs[kk][c * SN + tx * 4], b + 4 * c);
+#pragma unroll
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j)
+          acc[i][j] = FAST ? SR::fma_fast(acc[i][j], a[i], b[j]) : SR::fma(acc[i][j], a[i], b[j]);
+    }
   }
 }
 

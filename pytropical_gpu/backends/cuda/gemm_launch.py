@@ -1,8 +1,8 @@
 """Launches of the semiring GEMM kernels (``cuda/semiring_gemm.cu``) for ``CudaBackend._gemm``:
 which kernel a shape gets (:func:`plan`, pure, so tests and benchmarks can ask it) and the launch.
 
-* k <= ``SMALL_K`` with n <= 16 (or n <= 64 and m >= ``SKINNY_M``): ``sr_gemm_skinny``, B in
-  shared memory, a thread per row and 1 or 4 columns;
+* k <= ``SMALL_K`` with n <= 16: ``sr_gemm_skinny``, B in shared memory, a thread per row and 1
+  or 4 columns (for 16 < n <= 64 the tiles measured faster: benchmarks/results/gemm_cuda_notes.md);
   k <= ``SMALL_K`` with m <= ``WIDE_M`` and n >= ``WIDE_N``: ``sr_gemm_wide``, A in shared memory,
   a thread per 1 or 4 columns of every row. Both are bandwidth kernels (no tile padding).
 * otherwise the tiled ``sr_gemm``: "big" when the output tiles fill the SMs, else "small"; when
@@ -22,8 +22,6 @@ from . import kernels
 
 _MAX_GRID_YZ = 65535
 _NULL = np.uint64(0)  # a null pointer argument
-#: the skinny kernel also takes 16 < n <= 64 once m reaches this
-SKINNY_M = 4096
 #: the wide kernel needs n this large (smaller n: the tiles or the skinny kernel)
 WIDE_N = 1024
 #: split k only into parts of at least this many terms
@@ -54,7 +52,7 @@ def plan(m: int, n: int, k: int, batch: int, itemsize: int, argmax: bool, builti
     sfx = "_arg" if argmax else ""
     if k <= kernels.SMALL_K:
         nv = 4 if itemsize == 4 and n % 4 == 0 else 1
-        if n <= 16 or (n <= 64 and m >= SKINNY_M):
+        if n <= 16:
             role = f"skinny{nv}{sfx}"
             if role in names:
                 return Plan("skinny", role)
@@ -137,4 +135,4 @@ def run(be, spec, a, b, c, argmax: bool, p: Plan, dpx: bool):
     return d, idx
 
 
-__all__ = ["Plan", "plan", "run", "SKINNY_M", "WIDE_N", "SPLIT_MIN_K"]
+__all__ = ["Plan", "plan", "run", "WIDE_N", "SPLIT_MIN_K"]
