@@ -160,12 +160,12 @@ def fake_cupy(monkeypatch, tmp_path):
 
 def test_function_compiles_with_exact_options_and_caches(fake_cupy, tmp_path):
     spec = kernels.gemm_spec(get_semiring("min_plus"), np.dtype(np.float32))
-    fn = kernels.function(spec, "skinny")
+    fn = kernels.function(spec, "skinny4")
     compiles = [e for e in fake_cupy if e[0] == "compile"]
     assert len(compiles) == 1
     _, options, arch, names = compiles[0]
     assert options == OPTIONS and arch == "90" and set(names) == set(spec.names.values())
-    assert fn == ("fn", f"_Z{names.index(spec.names['skinny'])}lowered")
+    assert fn == ("fn", f"_Z{names.index(spec.names['skinny4'])}lowered")
     assert kernels.function(spec, "small") != fn  # same module: no second compile
     assert len([e for e in fake_cupy if e[0] == "compile"]) == 1
     files = list((tmp_path / "pytropical").glob("*.bin"))
@@ -174,7 +174,7 @@ def test_function_compiles_with_exact_options_and_caches(fake_cupy, tmp_path):
     kernels._modules.clear()
     kernels._functions.clear()
     nvrtc_cache._memory.clear()
-    assert kernels.function(spec, "skinny") == fn
+    assert kernels.function(spec, "skinny4") == fn
     assert len([e for e in fake_cupy if e[0] == "compile"]) == 1
     loads = [e[1] for e in fake_cupy if e[0] == "load"]
     assert len(loads) == 2 and loads[0] == loads[1]
