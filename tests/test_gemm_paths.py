@@ -5,10 +5,9 @@ reference (tests/reference.py), bit for bit, with and without argmax and ``c``:
 * the wide kernel (m <= 16, n >= 1024, k <= 64), 4 and 1 outputs a thread;
 * split k (a grid that does not fill the SMs and k >= 512: parts combined in k order);
 * the tiles, where max_min/min_max fold two terms with one 3-input instruction (float32 through
-  order-preserving int keys, ±0 and ±inf included) and the guards are decided per k-slab:
-  operands with the zero, INT_MIN/INT_MAX,
-  ±2^30 and ±inf only in the first half of k, so later slabs take the guard-free path (int32 plus
-  through DPX max(a + b, acc)) while earlier ones keep the guard.
+  order-preserving int keys, ±0 and ±inf included) and the guards are decided per k-slab: the
+  zero, INT_MIN/INT_MAX, ±2^30 and ±inf sit only in the first half of k, so later slabs take the
+  guard-free path (int32 plus through DPX max(a + b, acc)) while earlier ones keep the guard.
 """
 
 from __future__ import annotations
