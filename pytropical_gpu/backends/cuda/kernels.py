@@ -167,7 +167,7 @@ struct {struct} : Base<{ct}, {struct}> {{
 
 
 def tile_of(role: str) -> tuple[int, ...]:
-    """(BM, BN, BK, TM, TN, MINB) of a GEMM role such as "big", "dpx_big_mb2", "small_arg"."""
+    """(BM, BN, BK, TM, TN, MINB) of a GEMM role such as "big", "dpx_big_k16", "small_arg"."""
     return _tile(role.removeprefix("dpx_"))
 
 
