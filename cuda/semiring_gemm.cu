@@ -80,9 +80,35 @@ template <typename T> __device__ __forceinline__ T gtimes(T a, T b, T z) {
   return (a == z || b == z) ? z : plain_mul(a, b);
 }
 
+template <typename T> struct IsFloat { static constexpr bool value = false; };
+template <> struct IsFloat<float> { static constexpr bool value = true; };
+template <> struct IsFloat<double> { static constexpr bool value = true; };
+
+// Guard hoisting (the tiled kernel): an integer plus or a times needs a per-term guard
+// (`a == zero || b == zero`, saturation), but a k-slab whose operands all pass `fast_ok` gives the
+// same terms without it, through `fma_fast`: the block decides once per slab (__syncthreads_and).
+// int32 plus: |x| < 2^30 on both sides, so a + b cannot wrap or reach the zero: Hopper's DPX
+// max(a + b, acc) in one instruction. times: neither operand is the zero, so the plain product is
+// the guarded one (NaN products stay NaN, ignored by ⊕ as before).
+__device__ __forceinline__ bool plus_fast_ok(int x) { return x > -(1 << 30) && x < (1 << 30); }
+__device__ __forceinline__ bool plus_fast_ok(long long x) { return x > -(1LL << 62) && x < (1LL << 62); }
+__device__ __forceinline__ int fast_max_plus(int acc, int a, int b) { return __viaddmax_s32(a, b, acc); }
+__device__ __forceinline__ int fast_min_plus(int acc, int a, int b) { return __viaddmin_s32(a, b, acc); }
+__device__ __forceinline__ long long fast_max_plus(long long acc, long long a, long long b) { return vmax(acc, a + b); }
+__device__ __forceinline__ long long fast_min_plus(long long acc, long long a, long long b) { return vmin(acc, a + b); }
+
 // Default members every semiring functor shares (CRTP).
 template <typename T, class D> struct Base {
   typedef T type;
+  // kSplit: the functor has a guard-free fast path (fast_ok / fma_fast, see above)
+  static constexpr bool kSplit = false;
+  // kPair: fma2 folds two terms into acc with one 3-input instruction (see MaxMin / MinMax)
+  static constexpr bool kPair = false;
+  __device__ __forceinline__ static T fma2(T acc, T a0, T b0, T a1, T b1) {
+    return D::fma(D::fma(acc, a0, b0), a1, b1);
+  }
+  __device__ __forceinline__ static bool fast_ok(T) { return true; }
+  __device__ __forceinline__ static T fma_fast(T acc, T a, T b) { return D::fma(acc, a, b); }
   __device__ __forceinline__ static T fma(T acc, T a, T b) { return D::add(acc, D::mul(a, b)); }
   __device__ __forceinline__ static T load_map(T x) { return x; }
   __device__ __forceinline__ static T store_map(T x) { return x; }
@@ -97,6 +123,13 @@ template <typename T> struct MinPlus : Base<T, MinPlus<T> > {
   __device__ __forceinline__ static T add(T x, T y) { return vmin(x, y); }
   __device__ __forceinline__ static T mul(T a, T b) { return gplus(a, b, zero()); }
   __device__ __forceinline__ static bool better(T v, T acc) { return v < acc; }
+  static constexpr bool kSplit = !IsFloat<T>::value;
+  __device__ __forceinline__ static bool fast_ok(T x) {
+    if constexpr (IsFloat<T>::value) return true; else return plus_fast_ok(x);
+  }
+  __device__ __forceinline__ static T fma_fast(T acc, T a, T b) {
+    if constexpr (IsFloat<T>::value) return vmin(acc, a + b); else return fast_min_plus(acc, a, b);
+  }
 };
 template <typename T> struct MaxPlus : Base<T, MaxPlus<T> > {
   __device__ __forceinline__ static T zero() { return Lim<T>::lo(); }
@@ -104,12 +137,22 @@ template <typename T> struct MaxPlus : Base<T, MaxPlus<T> > {
   __device__ __forceinline__ static T add(T x, T y) { return vmax(x, y); }
   __device__ __forceinline__ static T mul(T a, T b) { return gplus(a, b, zero()); }
   __device__ __forceinline__ static bool better(T v, T acc) { return v > acc; }
+  static constexpr bool kSplit = !IsFloat<T>::value;
+  __device__ __forceinline__ static bool fast_ok(T x) {
+    if constexpr (IsFloat<T>::value) return true; else return plus_fast_ok(x);
+  }
+  __device__ __forceinline__ static T fma_fast(T acc, T a, T b) {
+    if constexpr (IsFloat<T>::value) return vmax(acc, a + b); else return fast_max_plus(acc, a, b);
+  }
 };
 template <typename T> struct MinTimes : Base<T, MinTimes<T> > {
   __device__ __forceinline__ static T zero() { return Lim<T>::hi(); }
   __device__ __forceinline__ static T one() { return (T)1; }
   __device__ __forceinline__ static T add(T x, T y) { return vmin(x, y); }
   __device__ __forceinline__ static T mul(T a, T b) { return gtimes(a, b, zero()); }
+  static constexpr bool kSplit = true;
+  __device__ __forceinline__ static bool fast_ok(T x) { return x != zero(); }
+  __device__ __forceinline__ static T fma_fast(T acc, T a, T b) { return vmin(acc, plain_mul(a, b)); }
   __device__ __forceinline__ static bool better(T v, T acc) { return v < acc; }
 };
 template <typename T> struct MaxTimes : Base<T, MaxTimes<T> > {
@@ -117,14 +160,26 @@ template <typename T> struct MaxTimes : Base<T, MaxTimes<T> > {
   __device__ __forceinline__ static T one() { return (T)1; }
   __device__ __forceinline__ static T add(T x, T y) { return vmax(x, y); }
   __device__ __forceinline__ static T mul(T a, T b) { return gtimes(a, b, zero()); }
+  static constexpr bool kSplit = true;
+  __device__ __forceinline__ static bool fast_ok(T x) { return x != zero(); }
+  __device__ __forceinline__ static T fma_fast(T acc, T a, T b) { return vmax(acc, plain_mul(a, b)); }
   __device__ __forceinline__ static bool better(T v, T acc) { return v > acc; }
 };
+// min/max (both ⊕ and ⊗ on the ALU pipe's half-rate FMNMX/IMNMX): on int32, two terms fold with
+// Hopper's 3-input __vimin3_s32 / __vimax3_s32 (emulated before sm_90): 3 instructions for 2 terms.
+template <typename T> struct IsInt32 { static constexpr bool value = false; };
+template <> struct IsInt32<int> { static constexpr bool value = true; };
 template <typename T> struct MinMax : Base<T, MinMax<T> > {
   __device__ __forceinline__ static T zero() { return Lim<T>::hi(); }
   __device__ __forceinline__ static T one() { return Lim<T>::lo(); }
   __device__ __forceinline__ static T add(T x, T y) { return vmin(x, y); }
   __device__ __forceinline__ static T mul(T a, T b) { return vmax(a, b); }
   __device__ __forceinline__ static bool better(T v, T acc) { return v < acc; }
+  static constexpr bool kPair = IsInt32<T>::value;
+  __device__ __forceinline__ static T fma2(T acc, T a0, T b0, T a1, T b1) {
+    if constexpr (IsInt32<T>::value) return __vimin3_s32(acc, max(a0, b0), max(a1, b1));
+    else return add(add(acc, mul(a0, b0)), mul(a1, b1));
+  }
 };
 template <typename T> struct MaxMin : Base<T, MaxMin<T> > {
   __device__ __forceinline__ static T zero() { return Lim<T>::lo(); }
@@ -132,6 +187,40 @@ template <typename T> struct MaxMin : Base<T, MaxMin<T> > {
   __device__ __forceinline__ static T add(T x, T y) { return vmax(x, y); }
   __device__ __forceinline__ static T mul(T a, T b) { return vmin(a, b); }
   __device__ __forceinline__ static bool better(T v, T acc) { return v > acc; }
+  static constexpr bool kPair = IsInt32<T>::value;
+  __device__ __forceinline__ static T fma2(T acc, T a0, T b0, T a1, T b1) {
+    if constexpr (IsInt32<T>::value) return __vimax3_s32(acc, min(a0, b0), min(a1, b1));
+    else return add(add(acc, mul(a0, b0)), mul(a1, b1));
+  }
+};
+// float32 max_min (MAX) / min_max for the tiled kernel without argmax: operands enter shared memory
+// as order-preserving int keys (load_map; NaN never reaches a kernel: the API refuses NaN operands),
+// so the k-loop runs the int32 3-input path; store_map turns the result back into the float.
+// add stays the float ⊕ (the epilogue's c and sr_combine see floats). -0.0 orders below +0.0 as a
+// key; both compare equal as floats, so the result equals the float fold's value.
+__device__ __forceinline__ int fkey(float x) {
+  const int b = __float_as_int(x);
+  return b >= 0 ? b : b ^ 0x7fffffff;
+}
+__device__ __forceinline__ float funkey(int k) { return __int_as_float(k >= 0 ? k : k ^ 0x7fffffff); }
+template <bool MAX> struct KeyMinMax : Base<float, KeyMinMax<MAX> > {
+  __device__ __forceinline__ static float zero() { return MAX ? Lim<float>::lo() : Lim<float>::hi(); }
+  __device__ __forceinline__ static float one() { return MAX ? Lim<float>::hi() : Lim<float>::lo(); }
+  __device__ __forceinline__ static float add(float x, float y) { return MAX ? fmaxf(x, y) : fminf(x, y); }
+  __device__ __forceinline__ static float load_map(float x) { return __int_as_float(fkey(x)); }
+  __device__ __forceinline__ static float store_map(float x) { return funkey(__float_as_int(x)); }
+  __device__ __forceinline__ static float fma(float acc, float a, float b) {
+    const int x = __float_as_int(acc), p = __float_as_int(a), q = __float_as_int(b);
+    return __int_as_float(MAX ? max(x, min(p, q)) : min(x, max(p, q)));
+  }
+  static constexpr bool kPair = true;
+  __device__ __forceinline__ static float fma2(float acc, float a0, float b0, float a1, float b1) {
+    const int x = __float_as_int(acc);
+    const int p0 = __float_as_int(a0), q0 = __float_as_int(b0);
+    const int p1 = __float_as_int(a1), q1 = __float_as_int(b1);
+    return __int_as_float(MAX ? __vimax3_s32(x, min(p0, q0), min(p1, q1))
+                              : __vimin3_s32(x, max(p0, q0), max(p1, q1)));
+  }
 };
 template <typename T> struct PlusTimes : Base<T, PlusTimes<T> > {
   __device__ __forceinline__ static T zero() { return (T)0; }
@@ -215,11 +304,60 @@ PTG_V4_64(unsigned long long, ulonglong2)
 // memory with a register prefetch of the next slab: one __syncthreads per slab.
 // A: (batch, m, k), B: (batch, k, n), C, D: (batch, m, n), IDX int32; sA/sB/sC are the batch
 // strides in elements (0 broadcasts). vec != 0: k % 4 == 0 and n % 4 == 0 (16-byte loads).
+// Split k: blockIdx.z = batch entry * ks + part; part p covers k in [p * kc, (p + 1) * kc) (kc a
+// multiple of BK) and writes D/IDX slice blockIdx.z (the host passes C only when ks == 1 and
+// combines the parts with sr_combine: ⊕ is associative and commutative for builtin semirings).
+// Guards: for a functor with kSplit, each slab is checked once (every operand fast_ok, block-wide)
+// and then runs the guard-free fma_fast; the others run the guarded fma.
+// Argmax: each slab is reduced on its own (plain ⊕, no index per term) and replaces the running
+// best only when strictly better, remembering the slab; the epilogue recomputes the winning slab's
+// terms from global memory and takes the first k whose term equals the best: the same (value,
+// smallest k) as a per-term strict comparison, since that first k lies in the first slab that
+// reached the final value.
+template <class SR, bool FAST, int BK, int BM, int BN, int TM, int TN>
+__device__ __forceinline__ void slab_mma(typename SR::type (&acc)[TM][TN],
+                                         const typename SR::type (&As)[BK][BM],
+                                         const typename SR::type (&Bs)[BK][BN], int ty, int tx) {
+  typedef typename SR::type T;
+  constexpr int CM = TM / 4, CN = TN / 4, SM = BM / CM, SN = BN / CN;
+  if constexpr (SR::kPair) {  // two k at a time: one 3-input fold per output
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += 2) {
+      T a[2][TM], b[2][TN];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+#pragma unroll
+        for (int c = 0; c < CM; ++c) V4<T>::load(&As[kk + h][c * SM + ty * 4], a[h] + 4 * c);
+#pragma unroll
+        for (int c = 0; c < CN; ++c) V4<T>::load(&Bs[kk + h][c * SN + tx * 4], b[h] + 4 * c);
+      }
+#pragma unroll
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = SR::fma2(acc[i][j], a[0][i], b[0][j], a[1][i], b[1][j]);
+    }
+  } else {
+#pragma unroll
+    for (int kk = 0; kk < BK; ++kk) {
+      T a[TM], b[TN];
+#pragma unroll
+      for (int c = 0; c < CM; ++c) V4<T>::load(&As[kk][c * SM + ty * 4], a + 4 * c);
+#pragma unroll
+      for (int c = 0; c < CN; ++c) V4<T>::load(&Bs[kk][c * SN + tx * 4], b + 4 * c);
+#pragma unroll
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j)
+          acc[i][j] = FAST ? SR::fma_fast(acc[i][j], a[i], b[j]) : SR::fma(acc[i][j], a[i], b[j]);
+    }
+  }
+}
+
 template <class SR, int BM, int BN, int BK, int TM, int TN, int MINB, bool ARG>
 __global__ void __launch_bounds__((BM / TM) * (BN / TN), MINB)
 sr_gemm(const typename SR::type* __restrict__ A, const typename SR::type* __restrict__ B,
         const typename SR::type* __restrict__ C, typename SR::type* __restrict__ D,
-        int* __restrict__ IDX, i64 m, i64 n, i64 k, i64 sA, i64 sB, i64 sC, int vec) {
+        int* __restrict__ IDX, i64 m, i64 n, i64 k, i64 sA, i64 sB, i64 sC, int vec, int ks, i64 kc) {
   typedef typename SR::type T;
   constexpr int NX = BN / TN, NY = BM / TM, NT = NX * NY;
   constexpr int CM = TM / 4, CN = TN / 4;          // 4-wide chunks per thread
@@ -233,16 +371,19 @@ sr_gemm(const typename SR::type* __restrict__ A, const typename SR::type* __rest
 
   const int tid = threadIdx.x;
   const int tx = tid % NX, ty = tid / NX;
-  const i64 bz = blockIdx.z;
+  const int zi32 = blockIdx.z, bz32 = zi32 / ks;
+  const i64 zi = zi32, bz = bz32;
+  const i64 kb = (zi - bz * ks) * kc, ke = kb + kc < k ? kb + kc : k;
   const i64 m0 = (i64)blockIdx.x * BM, n0 = (i64)blockIdx.y * BN;
   A += bz * sA;
   B += bz * sB;
   if (C) C += bz * sC;
-  D += bz * m * n;
-  if (ARG) IDX += bz * m * n;
+  D += zi * m * n;
+  if (ARG) IDX += zi * m * n;
 
-  // padding (KERNELS.md): out-of-range A elements hold the zero, B elements the one, so a
-  // padded term is zero ⊗ one = zero whether or not the zero is absorbing
+  // padding (KERNELS.md): A elements beyond k hold the zero, B elements the one, so a padded term
+  // is zero ⊗ one = zero whether or not the zero is absorbing; rows beyond m and columns beyond n
+  // feed no stored output and hold the one (so they never force a slab onto the guarded path)
   const T z = SR::zero(), o = SR::one();
   T ra[LA][4], rb[LB][4];
 
@@ -254,11 +395,15 @@ sr_gemm(const typename SR::type* __restrict__ A, const typename SR::type* __rest
       const int e = tid + q * NT;
       const i64 row = m0 + e / (BK / 4), kk = k0 + (e % (BK / 4)) * 4;
       if (vec) {
-        if (row < m && kk < k) V4<T>::load(A + row * k + kk, ra[q]);
-        else { ra[q][0] = z; ra[q][1] = z; ra[q][2] = z; ra[q][3] = z; }
+        if (row < m && kk < ke) V4<T>::load(A + row * k + kk, ra[q]);
+        else {
+          const T p = kk < ke ? o : z;
+          ra[q][0] = p; ra[q][1] = p; ra[q][2] = p; ra[q][3] = p;
+        }
       } else {
 #pragma unroll
-        for (int j = 0; j < 4; ++j) ra[q][j] = (row < m && kk + j < k) ? A[row * k + kk + j] : z;
+        for (int j = 0; j < 4; ++j)
+          ra[q][j] = kk + j >= ke ? z : row < m ? A[row * k + kk + j] : o;
       }
     }
 #pragma unroll
@@ -266,71 +411,83 @@ sr_gemm(const typename SR::type* __restrict__ A, const typename SR::type* __rest
       const int e = tid + q * NT;
       const i64 krow = k0 + e / (BN / 4), col = n0 + (e % (BN / 4)) * 4;
       if (vec) {
-        if (krow < k && col < n) V4<T>::load(B + krow * n + col, rb[q]);
+        if (krow < ke && col < n) V4<T>::load(B + krow * n + col, rb[q]);
         else { rb[q][0] = o; rb[q][1] = o; rb[q][2] = o; rb[q][3] = o; }
       } else {
 #pragma unroll
-        for (int j = 0; j < 4; ++j) rb[q][j] = (krow < k && col + j < n) ? B[krow * n + col + j] : o;
+        for (int j = 0; j < 4; ++j) rb[q][j] = (krow < ke && col + j < n) ? B[krow * n + col + j] : o;
       }
     }
   };
+  // writes the prefetched slab to shared buffer buf; true when every operand passes fast_ok
   auto store = [&](int buf) {
+    bool ok = true;
 #pragma unroll
     for (int q = 0; q < LA; ++q) {
       const int e = tid + q * NT, r = e / (BK / 4), c = (e % (BK / 4)) * 4;
 #pragma unroll
-      for (int j = 0; j < 4; ++j) As[buf][c + j][r] = SR::load_map(ra[q][j]);
+      for (int j = 0; j < 4; ++j) {
+        const T v = SR::load_map(ra[q][j]);
+        if (SR::kSplit) ok = ok && SR::fast_ok(v);
+        As[buf][c + j][r] = v;
+      }
     }
 #pragma unroll
     for (int q = 0; q < LB; ++q) {
       const int e = tid + q * NT, r = e / (BN / 4), c = (e % (BN / 4)) * 4;
 #pragma unroll
-      for (int j = 0; j < 4; ++j) Bs[buf][r][c + j] = SR::load_map(rb[q][j]);
+      for (int j = 0; j < 4; ++j) {
+        const T v = SR::load_map(rb[q][j]);
+        if (SR::kSplit) ok = ok && SR::fast_ok(v);
+        Bs[buf][r][c + j] = v;
+      }
     }
+    return ok;
+  };
+  auto sync = [&](bool ok) -> bool {
+    if constexpr (SR::kSplit) return __syncthreads_and(ok);
+    __syncthreads();
+    return false;
   };
 
   T acc[TM][TN];
-  int idx[ARG ? TM : 1][ARG ? TN : 1];
+  T sacc[ARG ? TM : 1][ARG ? TN : 1];
+  int win[ARG ? TM : 1][ARG ? TN : 1];
 #pragma unroll
   for (int i = 0; i < TM; ++i)
 #pragma unroll
     for (int j = 0; j < TN; ++j) {
       acc[i][j] = SR::acc_init();
-      if (ARG) idx[ARG ? i : 0][ARG ? j : 0] = -1;
+      if (ARG) win[ARG ? i : 0][ARG ? j : 0] = -1;
     }
 
-  load(0);
-  store(0);
-  __syncthreads();
+  load(kb);
+  bool fast = sync(store(0));
   int cur = 0;
-  for (i64 k0 = 0; k0 < k; k0 += BK) {
-    const bool next = k0 + BK < k;
+  for (i64 k0 = kb; k0 < ke; k0 += BK) {
+    const bool next = k0 + BK < ke;
     if (next) load(k0 + BK);
-#pragma unroll
-    for (int kk = 0; kk < BK; ++kk) {
-      T a[TM], b[TN];
-#pragma unroll
-      for (int c = 0; c < CM; ++c) V4<T>::load(&As[cur][kk][c * SM + ty * 4], a + 4 * c);
-#pragma unroll
-      for (int c = 0; c < CN; ++c) V4<T>::load(&Bs[cur][kk][c * SN + tx * 4], b + 4 * c);
+    if constexpr (ARG) {
 #pragma unroll
       for (int i = 0; i < TM; ++i)
 #pragma unroll
-        for (int j = 0; j < TN; ++j) {
-          if (ARG) {
-            const T p = SR::mul(a[i], b[j]);
-            if (SR::better(p, acc[i][j])) {
-              acc[i][j] = p;
-              idx[ARG ? i : 0][ARG ? j : 0] = (int)(k0 + kk);
-            }
-          } else {
-            acc[i][j] = SR::fma(acc[i][j], a[i], b[j]);
+        for (int j = 0; j < TN; ++j) sacc[i][j] = SR::acc_init();
+      if (SR::kSplit && fast) slab_mma<SR, true, BK, BM, BN, TM, TN>(sacc, As[cur], Bs[cur], ty, tx);
+      else slab_mma<SR, false, BK, BM, BN, TM, TN>(sacc, As[cur], Bs[cur], ty, tx);
+#pragma unroll
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j)
+          if (SR::better(sacc[i][j], acc[i][j])) {
+            acc[i][j] = sacc[i][j];
+            win[i][j] = (int)k0;
           }
-        }
+    } else {
+      if (SR::kSplit && fast) slab_mma<SR, true, BK, BM, BN, TM, TN>(acc, As[cur], Bs[cur], ty, tx);
+      else slab_mma<SR, false, BK, BM, BN, TM, TN>(acc, As[cur], Bs[cur], ty, tx);
     }
     if (next) {
-      store(cur ^ 1);
-      __syncthreads();
+      fast = sync(store(cur ^ 1));
       cur ^= 1;
     }
   }
@@ -343,8 +500,23 @@ sr_gemm(const typename SR::type* __restrict__ A, const typename SR::type* __rest
     for (int j = 0; j < TN; ++j) {
       const i64 col = n0 + (j / 4) * SN + tx * 4 + (j % 4);
       if (col >= n) continue;
-      T v = SR::store_map(acc[i][j]);
-      int id = ARG ? idx[ARG ? i : 0][ARG ? j : 0] : -1;
+      T v = acc[i][j];
+      int id = -1;
+      if constexpr (ARG) {
+        const i64 w = win[i][j];
+        if (w >= 0) {  // the first k of the winning slab whose term equals the best
+          const i64 we = w + BK < ke ? w + BK : ke;
+          for (i64 kk = w; kk < we; ++kk) {
+            const T p = SR::mul(SR::load_map(A[row * k + kk]), SR::load_map(B[kk * n + col]));
+            if (p == v) {
+              v = p;
+              id = (int)kk;
+              break;
+            }
+          }
+        }
+      }
+      v = SR::store_map(v);
       if (C) {
         const T cv = C[row * n + col];
         if (ARG && !SR::better(v, cv)) id = -1;
@@ -356,15 +528,90 @@ sr_gemm(const typename SR::type* __restrict__ A, const typename SR::type* __rest
   }
 }
 
-// ---------------------------------------------------------------------------- skinny kernel
-// m >> n, small k (e.g. 2,097,152 x 4 x 4): one thread per output, B of this batch entry in
-// shared memory (dynamic, k * n elements), grid-stride over the m * n outputs; no padding to a
-// tile. blockIdx.y is the batch entry.
+// Split-k epilogue: D = C ⊕ (⊕ over the ks parts P[batch * ks + p]); with argmax the first part
+// strictly better wins (parts are in k order, so ties keep the smaller k).
 template <class SR, bool ARG>
+__global__ void __launch_bounds__(256)
+sr_combine(const typename SR::type* __restrict__ P, const int* __restrict__ PI,
+           const typename SR::type* __restrict__ C, typename SR::type* __restrict__ D,
+           int* __restrict__ IDX, i64 mn, i64 batch, int ks, i64 sC) {
+  typedef typename SR::type T;
+  const i64 total = batch * mn;
+  for (i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += (i64)gridDim.x * blockDim.x) {
+    const i64 bz = e / mn, r = e - bz * mn, base = bz * ks * mn + r;
+    T v = P[base];
+    int id = ARG ? PI[base] : -1;
+    for (int p = 1; p < ks; ++p) {
+      const T x = P[base + p * mn];
+      if (ARG) {
+        if (SR::better(x, v)) { v = x; id = PI[base + p * mn]; }
+      } else {
+        v = SR::add(v, x);
+      }
+    }
+    if (C) {
+      const T cv = C[bz * sC + r];
+      if (ARG && !SR::better(v, cv)) id = -1;
+      v = SR::add(cv, v);
+    }
+    D[e] = v;
+    if (ARG) IDX[e] = id;
+  }
+}
+
+// ---------------------------------------------------------------------------- small-k kernels
+// Bandwidth kernels for k <= 64: no padding, exactly k terms per output, the small operand in
+// shared memory (load_map applied), NV consecutive outputs per thread (NV = 4: the host checked
+// n % 4 == 0 and 16-byte aligned D and C). blockIdx.y is the batch entry. Integer index math is
+// 32-bit when the grid's work fits, else 64-bit.
+template <typename T, int NV> struct Out {
+  __device__ __forceinline__ static void store(T* p, const T (&v)[NV]) {
+#pragma unroll
+    for (int j = 0; j < NV; ++j) p[j] = v[j];
+  }
+};
+template <> struct Out<float, 4> {
+  __device__ __forceinline__ static void store(float* p, const float (&v)[4]) {
+    *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+  }
+};
+template <> struct Out<int, 4> {
+  __device__ __forceinline__ static void store(int* p, const int (&v)[4]) {
+    *reinterpret_cast<int4*>(p) = make_int4(v[0], v[1], v[2], v[3]);
+  }
+};
+template <> struct Out<unsigned, 4> {
+  __device__ __forceinline__ static void store(unsigned* p, const unsigned (&v)[4]) {
+    *reinterpret_cast<uint4*>(p) = make_uint4(v[0], v[1], v[2], v[3]);
+  }
+};
+
+template <class SR, bool ARG, int NV>
+__device__ __forceinline__ void small_k_epilogue(typename SR::type (&acc)[NV], int (&id)[NV],
+                                                 const typename SR::type* C, typename SR::type* D,
+                                                 int* IDX, i64 off) {
+  typedef typename SR::type T;
+#pragma unroll
+  for (int j = 0; j < NV; ++j) {
+    T v = SR::store_map(acc[j]);
+    if (C) {
+      const T cv = C[off + j];
+      if (ARG && !SR::better(v, cv)) id[j] = -1;
+      v = SR::add(cv, v);
+    }
+    acc[j] = v;
+  }
+  Out<T, NV>::store(D + off, acc);
+  if (ARG) Out<int, NV>::store(IDX + off, id);
+}
+
+// m >> n (n <= 64): B (k x n) in shared memory; thread = (row, NV columns), A's row read once
+// per thread through L1 (16-byte loads when vecA: k % 4 == 0 and A 16-byte aligned).
+template <class SR, bool ARG, int NV>
 __global__ void __launch_bounds__(256)
 sr_gemm_skinny(const typename SR::type* __restrict__ A, const typename SR::type* __restrict__ B,
                const typename SR::type* __restrict__ C, typename SR::type* __restrict__ D,
-               int* __restrict__ IDX, i64 m, i64 n, i64 k, i64 sA, i64 sB, i64 sC) {
+               int* __restrict__ IDX, i64 m, i64 n, i64 k, i64 sA, i64 sB, i64 sC, int vecA) {
   typedef typename SR::type T;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* Bs = reinterpret_cast<T*>(smem_raw);
@@ -376,30 +623,107 @@ sr_gemm_skinny(const typename SR::type* __restrict__ A, const typename SR::type*
   if (ARG) IDX += bz * m * n;
   for (i64 e = threadIdx.x; e < k * n; e += blockDim.x) Bs[e] = SR::load_map(B[e]);
   __syncthreads();
-  const i64 total = m * n;
+  const i64 g = n / NV, total = m * g;
+  const bool narrow = total + (i64)gridDim.x * blockDim.x < (1LL << 31);
   for (i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += (i64)gridDim.x * blockDim.x) {
-    const i64 row = e / n, col = e - row * n;
+    i64 row, cg;
+    if (narrow) {
+      const unsigned q = (unsigned)e / (unsigned)g;
+      row = q;
+      cg = (unsigned)e - q * (unsigned)g;
+    } else {
+      row = e / g;
+      cg = e - row * g;
+    }
+    const i64 col = cg * NV;
     const T* a = A + row * k;
-    T acc = SR::acc_init();
-    int id = -1;
-    for (i64 kk = 0; kk < k; ++kk) {
-      const T av = SR::load_map(a[kk]);
-      const T bv = Bs[kk * n + col];
-      if (ARG) {
-        const T p = SR::mul(av, bv);
-        if (SR::better(p, acc)) { acc = p; id = (int)kk; }
-      } else {
-        acc = SR::fma(acc, av, bv);
+    T acc[NV];
+    int id[NV];
+#pragma unroll
+    for (int j = 0; j < NV; ++j) { acc[j] = SR::acc_init(); id[j] = -1; }
+    auto term = [&](T av, int kk) {
+      av = SR::load_map(av);
+#pragma unroll
+      for (int j = 0; j < NV; ++j) {
+        const T bv = Bs[kk * n + col + j];
+        if (ARG) {
+          const T p = SR::mul(av, bv);
+          if (SR::better(p, acc[j])) { acc[j] = p; id[j] = kk; }
+        } else {
+          acc[j] = SR::fma(acc[j], av, bv);
+        }
+      }
+    };
+    if (vecA) {
+      for (int kk = 0; kk < (int)k; kk += 4) {
+        T av[4];
+        V4<T>::load(a + kk, av);
+#pragma unroll
+        for (int q = 0; q < 4; ++q) term(av[q], kk + q);
+      }
+    } else {
+      for (int kk = 0; kk < (int)k; ++kk) term(a[kk], kk);
+    }
+    small_k_epilogue<SR, ARG, NV>(acc, id, C, D, IDX, row * n + col);
+  }
+}
+
+// n >> m (m <= 16): A (m x k) in shared memory; thread = NV columns of every row, each B element
+// read once (16-byte loads when NV = 4).
+template <class SR, bool ARG, int NV>
+__global__ void __launch_bounds__(256)
+sr_gemm_wide(const typename SR::type* __restrict__ A, const typename SR::type* __restrict__ B,
+             const typename SR::type* __restrict__ C, typename SR::type* __restrict__ D,
+             int* __restrict__ IDX, i64 m, i64 n, i64 k, i64 sA, i64 sB, i64 sC) {
+  typedef typename SR::type T;
+  constexpr int MM = 16;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* As = reinterpret_cast<T*>(smem_raw);
+  const i64 bz = blockIdx.y;
+  A += bz * sA;
+  B += bz * sB;
+  if (C) C += bz * sC;
+  D += bz * m * n;
+  if (ARG) IDX += bz * m * n;
+  for (i64 e = threadIdx.x; e < m * k; e += blockDim.x) As[e] = SR::load_map(A[e]);
+  __syncthreads();
+  const i64 g = n / NV;
+  for (i64 cg = (i64)blockIdx.x * blockDim.x + threadIdx.x; cg < g; cg += (i64)gridDim.x * blockDim.x) {
+    const i64 col = cg * NV;
+    T acc[MM][NV];
+    int id[ARG ? MM : 1][NV];
+#pragma unroll
+    for (int i = 0; i < MM; ++i)
+#pragma unroll
+      for (int j = 0; j < NV; ++j) { acc[i][j] = SR::acc_init(); if (ARG) id[ARG ? i : 0][j] = -1; }
+    for (int kk = 0; kk < (int)k; ++kk) {
+      T bv[NV];
+      if (NV == 4) V4<T>::load(B + kk * n + col, bv);
+      else
+#pragma unroll
+        for (int j = 0; j < NV; ++j) bv[j] = B[kk * n + col + j];
+#pragma unroll
+      for (int j = 0; j < NV; ++j) bv[j] = SR::load_map(bv[j]);
+#pragma unroll
+      for (int i = 0; i < MM; ++i) {
+        if (i >= m) break;
+        const T av = As[i * k + kk];
+#pragma unroll
+        for (int j = 0; j < NV; ++j) {
+          if (ARG) {
+            const T p = SR::mul(av, bv[j]);
+            if (SR::better(p, acc[i][j])) { acc[i][j] = p; id[ARG ? i : 0][j] = kk; }
+          } else {
+            acc[i][j] = SR::fma(acc[i][j], av, bv[j]);
+          }
+        }
       }
     }
-    T v = SR::store_map(acc);
-    if (C) {
-      const T cv = C[e];
-      if (ARG && !SR::better(v, cv)) id = -1;
-      v = SR::add(cv, v);
+#pragma unroll
+    for (int i = 0; i < MM; ++i) {
+      if (i >= m) break;
+      small_k_epilogue<SR, ARG, NV>(acc[i], id[ARG ? i : 0], C, D, IDX, i * n + col);
     }
-    D[e] = v;
-    if (ARG) IDX[e] = id;
   }
 }
 

@@ -16,7 +16,7 @@ from ...semirings import Semiring
 from ...types import SoftTernaryVec
 from .. import _process
 from ..base import Backend, ceil_div
-from . import kernels, search_launch, vsa_launch
+from . import gemm_launch, kernels, search_launch, vsa_launch
 from .launch import wrap_errors
 
 _MAX_GRID_YZ = 65535
@@ -29,11 +29,9 @@ class CudaBackend(Backend):
     """Semiring GEMM, packed boolean products and bitsliced VSA on an NVIDIA GPU through CuPy."""
 
     name = "cuda"
-    #: the 128x128 tile variant min_plus/max_plus on 4-byte types use ("big" or a key of
-    #: kernels.BIG_VARIANTS). "big_mb2" (BK 8, 2 blocks/SM: <= 128 registers) measured fastest on
-    #: an H200: 23.7 TOPS min_plus float32 and 28.5 TOPS max_plus int32 (DPX) at 8192^3, against
-    #: 22.9 / 26.0 for "big" (benchmarks/results/cuda_H200.json).
-    big_tile = "big_mb2"
+    #: the big tile min_plus/max_plus on 4-byte types use ("big" or a key of kernels.BIG_VARIANTS;
+    #: benchmarks/bench_cuda.py times each)
+    big_tile = "big"
 
     #: the largest grid x dimension of one launch (CUDA's limit, 2^31 - 1); work beyond it is split
     max_grid_x = 2**31 - 1
@@ -100,51 +98,11 @@ class CudaBackend(Backend):
                 d = cp.ascontiguousarray(cp.broadcast_to(d, (batch, m, n)))
             return (d if c is None else d + c), None
         spec = kernels.gemm_spec(sr, dt)
-        d = cp.empty((batch, m, n), dt)
-        idx = cp.empty((batch, m, n), np.int32) if argmax else None
-        skinny = n <= 16 and k <= 64
-        if skinny:
-            role = "skinny_arg" if argmax else "skinny"
-        elif argmax:
-            role = "small_arg"
-        else:
-            bm, bn = kernels.TILES["big"][:2]
-            role = "big" if "big" in spec.names and (
-                ceil_div(m, bm) * ceil_div(n, bn) * batch >= self._sm_count()) else "small"
-            if role == "big" and self.big_tile in spec.names:
-                role = self.big_tile
-            if "dpx_" + role in spec.names and self._dpx_ok(spec, sr, dt, a, b, facts):
-                role = "dpx_" + role
-        fn = kernels.function(spec, role)
-        itemsize = dt.itemsize
-        for z0 in range(0, batch, _MAX_GRID_YZ):
-            z1 = min(batch, z0 + _MAX_GRID_YZ)
-            nz = z1 - z0
-            pa = a if a.shape[0] == 1 else a[z0:z1]
-            pb = b if b.shape[0] == 1 else b[z0:z1]
-            pc = _NULL if c is None else (c if c.shape[0] == 1 else c[z0:z1])
-            sa = 0 if a.shape[0] == 1 else m * k
-            sb = 0 if b.shape[0] == 1 else k * n
-            sc = 0 if c is None or c.shape[0] == 1 else m * n
-            pd = d[z0:z1]
-            pi = _NULL if idx is None else idx[z0:z1]
-            if skinny:
-                total = m * n
-                blocks = max(1, min(ceil_div(total, 256), 8 * 65536))
-                fn((blocks, nz), (256,), (pa, pb, pc, pd, pi, _i64(m), _i64(n), _i64(k), _i64(sa),
-                                          _i64(sb), _i64(sc)), shared_mem=k * n * itemsize)
-            else:
-                bm, bn, _, tm, tn, _ = kernels.tile_of(role)
-                gy = ceil_div(n, bn)
-                if gy > _MAX_GRID_YZ:
-                    raise ValueError(f"matmul: n = {n} is too large for one launch on cuda "
-                                     f"(at most {_MAX_GRID_YZ * bn} columns)")
-                vec = int(k % 4 == 0 and n % 4 == 0 and pa.data.ptr % 16 == 0
-                          and pb.data.ptr % 16 == 0)
-                fn((ceil_div(m, bm), gy, nz), ((bm // tm) * (bn // tn),),
-                   (pa, pb, pc, pd, pi, _i64(m), _i64(n), _i64(k), _i64(sa), _i64(sb), _i64(sc),
-                    np.int32(vec)))
-        return d, idx
+        p = gemm_launch.plan(m, n, k, batch, dt.itemsize, argmax, sr.builtin, self._sm_count(),
+                             spec.names, self.big_tile)
+        dpx = (p.kind == "tile" and "dpx_" + p.role in spec.names
+               and self._dpx_ok(spec, sr, dt, a, b, facts))
+        return gemm_launch.run(self, spec, a, b, c, argmax, p, dpx)
 
     def _dpx_ok(self, spec, sr, dt, a, b, facts) -> bool:
         """True when every operand other than the zero has |x| < 2^28 (the DPX path is exact).

@@ -37,15 +37,20 @@ FUNCTORS = {("min", "plus"): "MinPlus", ("max", "plus"): "MaxPlus", ("min", "tim
             ("max", "times"): "MaxTimes", ("min", "max"): "MinMax", ("max", "min"): "MaxMin",
             ("plus", "times"): "PlusTimes", ("bor", "band"): "BorBand", ("bxor", "band"): "BxorBand"}
 
-#: Tile configurations (BM, BN, BK, TM, TN, min blocks per SM): "big" 128x128 with 8x8 outputs per
-#: thread for 4-byte types, "small" 64x64 with 4x4 (8-byte types, argmax, grids too small to fill
-#: the device).
-TILES = {"big": (128, 128, 8, 8, 8, 1), "small": (64, 64, 16, 4, 4, 1)}
+#: Tile configurations (BM, BN, BK, TM, TN, min blocks per SM) of ``sr_gemm``: "big" for 4-byte
+#: types when the output tiles fill the device, "small" otherwise (and for 8-byte types);
+#: "small_arg" with argmax (each k-slab reduced without an index, the winner's k found in the
+#: epilogue; 8-byte types at 1 block/SM). Chosen by benchmarks/bench_gemm_sweep.py on an H200
+#: (benchmarks/results/gemm_cuda_notes.md).
+TILES = {"big": (128, 128, 8, 8, 8, 2), "small": (64, 64, 16, 4, 4, 1),
+         "small_arg": (64, 64, 16, 4, 4, 2)}
 #: Alternative big tiles compiled for min_plus/max_plus on 4-byte types only, timed by
 #: benchmarks/bench_cuda.py (``CudaBackend.big_tile`` picks one).
-BIG_VARIANTS = {"big_mb2": (128, 128, 8, 8, 8, 2), "big_k16": (128, 128, 16, 8, 8, 1),
-                "big_k16_mb2": (128, 128, 16, 8, 8, 2)}
+BIG_VARIANTS = {"big_k16": (128, 128, 16, 8, 8, 1), "big_wide": (128, 256, 16, 8, 16, 1)}
 _TUNED = ("min_plus", "max_plus")
+#: the small-k kernels (k <= SMALL_K): ``sr_gemm_skinny`` (B in shared memory, m large) and
+#: ``sr_gemm_wide`` (A in shared memory, m <= WIDE_M), 1 or 4 outputs per thread.
+SMALL_K, WIDE_M = 64, 16
 
 #: bit-sliced counter widths the bundle kernel is instantiated for.
 BUNDLE_WIDTHS = (4, 8, 16, 40)
@@ -73,25 +78,36 @@ def _tile(tile: str) -> tuple[int, ...]:
     return TILES.get(tile) or BIG_VARIANTS[tile]
 
 
-def _gemm_expr(functor: str, tile: str, arg: bool) -> str:
+def _gemm_expr(functor: str, tile: str, arg: bool, itemsize: int = 4) -> str:
     bm, bn, bk, tm, tn, mb = _tile(tile)
+    mb = mb if itemsize == 4 or not arg else 1  # 8-byte argmax tiles need > 128 registers
     return f"ptg::sr_gemm<{functor}, {bm}, {bn}, {bk}, {tm}, {tn}, {mb}, {'true' if arg else 'false'}>"
 
 
 def _gemm_names(functor: str, itemsize: int, selective: bool, prefix: str = "",
-                variants: bool = False) -> dict[str, str]:
+                variants: bool = False, small_k: bool = True, tile_functor: str = "") -> dict[str, str]:
+    """Roles -> instantiations: tiles ("big", "small", variants, "*_arg"), the split-k "combine",
+    and the small-k kernels "skinny{1,4}" / "wide{1,4}" (+ "_arg"). ``tile_functor``: another
+    functor for the tiles without argmax (float32 max_min/min_max: the int-key KeyMinMax)."""
     names = {}
-    for tile in TILES:
-        if tile == "big" and itemsize != 4:
+    flags = [False, True] if selective else [False]
+    for arg in flags:
+        sfx = "_arg" if arg else ""
+        for tile in ("big", "small"):
+            if tile == "big" and (itemsize != 4 or arg):
+                continue
+            names[prefix + tile + sfx] = _gemm_expr(tile_functor if tile_functor and not arg
+                                                    else functor, tile + sfx, arg, itemsize)
+        names[prefix + "combine" + sfx] = f"ptg::sr_combine<{functor}, {'true' if arg else 'false'}>"
+        if not small_k:
             continue
-        names[prefix + tile] = _gemm_expr(functor, tile, False)
+        for kern in ("skinny", "wide"):
+            for nv in ((1, 4) if itemsize == 4 else (1,)):
+                names[f"{prefix}{kern}{nv}{sfx}"] = (f"ptg::sr_gemm_{kern}<{functor}, "
+                                                     f"{'true' if arg else 'false'}, {nv}>")
     if variants and itemsize == 4:
         for tile in BIG_VARIANTS:
             names[prefix + tile] = _gemm_expr(functor, tile, False)
-    names[prefix + "skinny"] = f"ptg::sr_gemm_skinny<{functor}, false>"
-    if selective:
-        names[prefix + "small_arg"] = _gemm_expr(functor, "small", True)
-        names[prefix + "skinny_arg"] = f"ptg::sr_gemm_skinny<{functor}, true>"
     return names
 
 
@@ -119,11 +135,13 @@ def gemm_spec(sr: Semiring, dtype: np.dtype) -> ModuleSpec:
     if sr.builtin:
         functor = f"ptg::{FUNCTORS[(sr.add_op, sr.mul_op)]}<{ct}>"
         tuned = sr.name in _TUNED
-        names = _gemm_names(functor, dtype.itemsize, sr.selective, variants=tuned)
+        key = (f"ptg::KeyMinMax<{'true' if sr.add_op == 'max' else 'false'}>"
+               if dtype == np.float32 and sr.name in ("max_min", "min_max") else "")
+        names = _gemm_names(functor, dtype.itemsize, sr.selective, variants=tuned, tile_functor=key)
         if dtype == np.int32 and tuned:
             dpx = "ptg::MaxPlusDpx" if sr.name == "max_plus" else "ptg::MinPlusDpx"
-            names.update({k: v for k, v in _gemm_names(dpx, 4, False, "dpx_", variants=True).items()
-                          if "skinny" not in k})
+            names.update({k: v for k, v in _gemm_names(dpx, 4, False, "dpx_", variants=True,
+                                                         small_k=False).items() if "combine" not in k})
             names["range_check"] = "ptg::dpx_range_check"
         return ModuleSpec(f"gemm:{sr.name}:{dtype.name}", "semiring_gemm.cu", names)
     if not (sr.cuda_add and sr.cuda_mul):
@@ -149,9 +167,8 @@ struct {struct} : Base<{ct}, {struct}> {{
 
 
 def tile_of(role: str) -> tuple[int, ...]:
-    """(BM, BN, BK, TM, TN, MINB) of a GEMM role such as "big", "dpx_big_mb2", "small_arg"."""
-    base = role.removeprefix("dpx_").removesuffix("_arg")
-    return _tile(base)
+    """(BM, BN, BK, TM, TN, MINB) of a GEMM role such as "big", "dpx_big_k16", "small_arg"."""
+    return _tile(role.removeprefix("dpx_"))
 
 
 BOOLEAN = ModuleSpec("boolean", "boolean.cu", {

@@ -1,0 +1,138 @@
+"""Launches of the semiring GEMM kernels (``cuda/semiring_gemm.cu``) for ``CudaBackend._gemm``:
+which kernel a shape gets (:func:`plan`, pure, so tests and benchmarks can ask it) and the launch.
+
+* k <= ``SMALL_K`` with n <= 16: ``sr_gemm_skinny``, B in shared memory, a thread per row and 1
+  or 4 columns (for 16 < n <= 64 the tiles measured faster: benchmarks/results/gemm_cuda_notes.md);
+  k <= ``SMALL_K`` with m <= ``WIDE_M`` and n >= ``WIDE_N``: ``sr_gemm_wide``, A in shared memory,
+  a thread per 1 or 4 columns of every row. Both are bandwidth kernels (no tile padding).
+* otherwise the tiled ``sr_gemm``: "big" when the output tiles fill the SMs, else "small"; when
+  even those leave SMs idle and k is long, the k range is split into ``ks`` parts (builtin
+  semirings only: their ⊕ is associative and commutative, so the result is the same bits), each
+  part writing its own slice, then ``sr_combine`` folds the slices with ``c`` in k order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..base import ceil_div
+from . import kernels
+
+_MAX_GRID_YZ = 65535
+_NULL = np.uint64(0)  # a null pointer argument
+#: the wide kernel needs n this large (smaller n: the tiles or the skinny kernel)
+WIDE_N = 1024
+#: split k only into parts of at least this many terms
+SPLIT_MIN_K = 256
+#: at most this many k parts
+SPLIT_MAX = 16
+
+
+def _i64(x: int) -> np.int64:
+    return np.int64(x)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """kind: "skinny" | "wide" | "tile"; role: the kernels.gemm_spec role; ks, kc: k parts and the
+    length of each (ks == 1: no split)."""
+
+    kind: str
+    role: str
+    ks: int = 1
+    kc: int = 0
+
+
+def plan(m: int, n: int, k: int, batch: int, itemsize: int, argmax: bool, builtin: bool,
+         sms: int, names, big_tile: str = "big") -> Plan:
+    """The kernel for an (m, k) x (k, n) product of ``batch`` entries on a device with ``sms`` SMs;
+    ``names`` are the roles compiled for the semiring (a role missing there is never chosen)."""
+    sfx = "_arg" if argmax else ""
+    if k <= kernels.SMALL_K:
+        nv = 4 if itemsize == 4 and n % 4 == 0 else 1
+        if n <= 16:
+            role = f"skinny{nv}{sfx}"
+            if role in names:
+                return Plan("skinny", role)
+        if m <= kernels.WIDE_M and n >= WIDE_N:
+            role = f"wide{nv}{sfx}"
+            if role in names:
+                return Plan("wide", role)
+    bm, bn = kernels.TILES["big"][:2]
+    tiles = ceil_div(m, bm) * ceil_div(n, bn) * batch
+    role = "big" + sfx if "big" + sfx in names and tiles >= sms else "small" + sfx
+    if not argmax and role == "big" and big_tile in names:
+        role = big_tile
+    bm, bn, bk = kernels.tile_of(role)[:3]
+    tiles = ceil_div(m, bm) * ceil_div(n, bn) * batch
+    ks = 1
+    if builtin and tiles < sms and k >= 2 * SPLIT_MIN_K and "combine" + sfx in names:
+        ks = min(SPLIT_MAX, k // SPLIT_MIN_K, ceil_div(2 * sms, tiles))
+    kc = ceil_div(ceil_div(k, ks), bk) * bk
+    return Plan("tile", role, ceil_div(k, kc), kc)
+
+
+def run(be, spec, a, b, c, argmax: bool, p: Plan, dpx: bool):
+    """Launch plan ``p`` for (B, m, k) a, (B, k, n) b (batch 1 broadcasts) and c (or None);
+    returns (d, idx or None). ``dpx``: use the DPX instantiation of a tile role."""
+    cp = be._cp
+    dt = a.dtype
+    batch = max(a.shape[0], b.shape[0], 1 if c is None else c.shape[0])
+    m, k = a.shape[1:]
+    n = b.shape[2]
+    d = cp.empty((batch, m, n), dt)
+    idx = cp.empty((batch, m, n), np.int32) if argmax else None
+    fn = kernels.function(spec, ("dpx_" if dpx else "") + p.role)
+    sfx = "_arg" if argmax else ""
+    per_launch = _MAX_GRID_YZ // p.ks
+    for z0 in range(0, batch, per_launch):
+        z1 = min(batch, z0 + per_launch)
+        nz = z1 - z0
+        pa = a if a.shape[0] == 1 else a[z0:z1]
+        pb = b if b.shape[0] == 1 else b[z0:z1]
+        pc = _NULL if c is None else (c if c.shape[0] == 1 else c[z0:z1])
+        sa = 0 if a.shape[0] == 1 else m * k
+        sb = 0 if b.shape[0] == 1 else k * n
+        sc = 0 if c is None or c.shape[0] == 1 else m * n
+        pd = d[z0:z1]
+        pi = _NULL if idx is None else idx[z0:z1]
+        if p.kind == "skinny":
+            total = m * (n // (4 if p.role.startswith("skinny4") else 1))
+            blocks = max(1, min(ceil_div(total, 256), 8 * 65536))
+            veca = int(k % 4 == 0 and pa.data.ptr % 16 == 0)
+            fn((blocks, nz), (256,), (pa, pb, pc, pd, pi, _i64(m), _i64(n), _i64(k), _i64(sa),
+                                      _i64(sb), _i64(sc), np.int32(veca)),
+               shared_mem=k * n * dt.itemsize)
+        elif p.kind == "wide":
+            groups = n // (4 if p.role.startswith("wide4") else 1)
+            blocks = max(1, min(ceil_div(groups, 256), 8 * 65536))
+            fn((blocks, nz), (256,), (pa, pb, pc, pd, pi, _i64(m), _i64(n), _i64(k), _i64(sa),
+                                      _i64(sb), _i64(sc)), shared_mem=m * k * dt.itemsize)
+        else:
+            bm, bn, _, tm, tn, _ = kernels.tile_of(p.role)
+            gy = ceil_div(n, bn)
+            if gy > _MAX_GRID_YZ:
+                raise ValueError(f"matmul: n = {n} is too large for one launch on cuda "
+                                 f"(at most {_MAX_GRID_YZ * bn} columns)")
+            vec = int(k % 4 == 0 and n % 4 == 0 and pa.data.ptr % 16 == 0 and pb.data.ptr % 16 == 0)
+            grid = (ceil_div(m, bm), gy, nz * p.ks)
+            args = (_i64(m), _i64(n), _i64(k), _i64(sa), _i64(sb), _i64(sc), np.int32(vec),
+                    np.int32(p.ks), _i64(p.kc))
+            if p.ks == 1:
+                fn(grid, ((bm // tm) * (bn // tn),), (pa, pb, pc, pd, pi, *args))
+                continue
+            part = cp.empty((nz * p.ks, m, n), dt)
+            pidx = cp.empty((nz * p.ks, m, n), np.int32) if argmax else None
+            fn(grid, ((bm // tm) * (bn // tn),),
+               (pa, pb, _NULL, part, _NULL if pidx is None else pidx, *args))
+            total = nz * m * n
+            blocks = max(1, min(ceil_div(total, 256), 8 * 65536))
+            kernels.function(spec, "combine" + sfx)((blocks,), (256,), (
+                part, _NULL if pidx is None else pidx, pc, pd, pi, _i64(m * n), _i64(nz),
+                np.int32(p.ks), _i64(sc)))
+    return d, idx
+
+
+__all__ = ["Plan", "plan", "run", "WIDE_N", "SPLIT_MIN_K"]

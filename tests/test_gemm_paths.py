@@ -1,0 +1,65 @@
+"""Every GEMM kernel path cuda can pick (issue 14), on every backend, against the independent
+reference (tests/reference.py), bit for bit, with and without argmax and ``c``:
+
+* the skinny kernel (n <= 16, k <= 64) with 4 outputs a thread (n % 4 == 0) and 1;
+* the wide kernel (m <= 16, n >= 1024, k <= 64), 4 and 1 outputs a thread;
+* split k (a grid that does not fill the SMs and k >= 512: parts combined in k order);
+* the tiles, where max_min/min_max fold two terms with one 3-input instruction (float32 through
+  order-preserving int keys, ±0 and ±inf included) and the guards are decided per k-slab: the
+  zero, INT_MIN/INT_MAX, ±2^30 and ±inf sit only in the first half of k, so later slabs take the
+  guard-free path (int32 plus through DPX max(a + b, acc)) while earlier ones keep the guard.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from reference import ref_matmul
+
+import pytropical_gpu as tg
+
+I32 = np.iinfo(np.int32)
+#: (m, k, n): skinny 4-wide, skinny 1-wide, wide 1-wide, wide 4-wide, split k, tiles
+SHAPES = [(4100, 12, 16), (301, 7, 5), (5, 3, 1031), (4, 8, 1028), (17, 530, 9), (67, 45, 37),
+          (33, 64, 20)]
+CASES = [("max_plus", "int32"), ("min_plus", "int32"), ("max_times", "int32"), ("min_times", "int32"),
+         ("max_min", "int32"), ("min_max", "int32"), ("min_plus", "float32"), ("max_times", "float32"),
+         ("min_times", "float32"), ("max_min", "float32"), ("min_max", "float32")]
+
+
+def _operands(rng, name, dtype, m, k, n):
+    dt = np.dtype(dtype)
+    if dt.kind == "i":
+        a = rng.integers(-1000, 1000, (m, k)).astype(dt)
+        b = rng.integers(-1000, 1000, (k, n)).astype(dt)
+        special = np.array([I32.min, I32.max, 2**30, -2**30, 2**30 - 1, 1 - 2**30, I32.max - 1,
+                            I32.min + 1, 0, -1], dt)
+    else:
+        a = rng.integers(-8, 8, (m, k)).astype(dt)
+        b = rng.integers(-8, 8, (k, n)).astype(dt)
+        special = np.array([np.inf, -np.inf, 0.0, -0.0, 3e38, -3e38, 0.5, -0.5], dt)
+    half = max(1, k // 2)
+    for view in (a[:, :half], b[:half]):
+        mask = rng.random(view.shape) < 0.1
+        view[mask] = rng.choice(special, int(mask.sum()))
+    c = rng.choice(np.concatenate([special, a.ravel()[:50]]), (m, n)).astype(dt)
+    return a, b, c
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("name,dtype", CASES, ids=lambda x: str(x))
+@pytest.mark.parametrize("argmax", [False, True], ids=["value", "argmax"])
+@pytest.mark.parametrize("with_c", [False, True], ids=["", "c"])
+def test_gemm_paths_exact(backend, rng, shape, name, dtype, argmax, with_c):
+    sr = tg.get_semiring(name)
+    if np.dtype(dtype).name not in sr.dtypes:
+        pytest.skip(f"{name} has no {dtype}")
+    m, k, n = shape
+    a, b, c = _operands(rng, name, dtype, m, k, n)
+    c = c if with_c else None
+    got = tg.matmul(a, b, name, c=c, return_argmax=argmax, backend=backend)
+    want, widx = ref_matmul(a, b, name, c)
+    if argmax:
+        got, gidx = got
+        np.testing.assert_array_equal(np.asarray(gidx), widx)
+    np.testing.assert_array_equal(np.asarray(got), want)
