@@ -86,10 +86,11 @@ def _rng(op: str, p: int) -> np.random.Generator:
 
 
 def _time_round(calls: dict[str, Any], repeats: int, cell_s: float) -> dict[str, float]:
-    """Median wall time of each variant, interleaved round by round after a warm-up: at least 3
-    rounds, more (up to ``repeats``) while the cell has used less than ``cell_s``. A call under
-    20 ms is preceded by an untimed one of the same variant, so what the previous variant left
-    behind (a software adapter's spinning threads, evicted caches) is not charged to it."""
+    """Median wall time of each variant, interleaved round by round (in a rotating order) after a
+    warm-up: at least 3 rounds, more (up to ``repeats``) while the cell has used less than
+    ``cell_s``. A call under 20 ms is preceded by an untimed one of the same variant, so what the
+    previous variant left behind (a software adapter's spinning threads, evicted caches) is not
+    charged to it."""
     warm = {}
     for k, f in calls.items():
         t0 = time.perf_counter()
@@ -97,8 +98,12 @@ def _time_round(calls: dict[str, Any], repeats: int, cell_s: float) -> dict[str,
         warm[k] = time.perf_counter() - t0
     times: dict[str, list[float]] = {k: [] for k in calls}
     t_end = time.perf_counter() + cell_s
+    names = list(calls)
     for r in range(repeats):
-        for k, f in calls.items():
+        # the order rotates every round, so no variant always follows the same one (on the H200 the
+        # variant timed right after a GPU call ran 10-35 us slower: a fixed order charged it to auto)
+        for k in names[r % len(names):] + names[:r % len(names)]:
+            f = calls[k]
             if warm[k] < 0.02:
                 f()
             t0 = time.perf_counter()
