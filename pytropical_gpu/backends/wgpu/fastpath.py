@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import math
+import weakref
 
 import numpy as np
 
@@ -30,7 +31,7 @@ from ...semirings import get_semiring
 from ...types import TernaryVec
 from . import gemm as _gemm
 from . import stats
-from .array import WgpuArray
+from .array import WgpuArray, _read, _Storage
 from .engine import WG, pack_params
 from .runtime import Binding, Dispatch
 
@@ -76,6 +77,22 @@ def _operand(eng, x) -> Binding:
     return Binding(s.handle, x.offset, max((x.nbytes + 3) & ~3, 4))
 
 
+def _result(eng, cap: int, nbytes: int, dt, shape: tuple, reader=None):
+    """A result buffer of size class ``cap`` owned at once by a new WgpuArray (what
+    :meth:`WgpuArray.adopt` makes of a pool buffer, without the intermediate DeviceBuffer) and its
+    binding. Its facts: ``reader``'s (computed on the device beside it), else read when asked."""
+    h = eng.pool.take(cap)
+    st = _Storage(eng, h, nbytes, cap, pooled=True)
+    x = object.__new__(WgpuArray)
+    x._storage, x.shape, x.dtype, x.offset = st, shape, dt, 0
+    size = nbytes // dt.itemsize
+    x.stats = facts.Facts.lazy(dt, size, reader if reader is not None
+                               else functools.partial(_read, st, dt, shape))
+    eng.made.append(weakref.ref(st))  # alive until submitted (see WgpuArray.adopt)
+    eng._keep.append(st)
+    return x, Binding(h, 0, max((nbytes + 3) & ~3, 4))
+
+
 # ---------------------------------------------------------------------- bind
 def bind(be, a, b):
     """``be.bind(a, b)`` recorded through a compiled op record, or None (take the generic path)."""
@@ -98,14 +115,15 @@ def bind(be, a, b):
             return None
         pipe = eng.pipeline("vsa_elementwise", _key=("bind",), OP="bind", BITS=0, WG=WG)
         gx, gy, _ = eng.grid(-(-total // WG))
-        rec = recs[key] = (pipe, (gx, gy, 1), pack_params(total, gx, 0, 0), total * 4)
+        rec = recs[key] = (pipe, (gx, gy, 1), pack_params(total, gx, 0, 0), total * 4,
+                           eng.pool._class(total * 4))
         eng.count("fast_records")
-    pipe, groups, params, nbytes = rec
+    pipe, groups, params, nbytes, cap = rec
     binds = [_operand(eng, x) for x in planes]
-    outs = [eng.pool.acquire(nbytes) for _ in range(2)]
-    eng.submit([Dispatch(pipe, tuple(binds + [o.binding() for o in outs]), groups, params)])
+    p, bp = _result(eng, cap, nbytes, _U32, shape)
+    n, bn = _result(eng, cap, nbytes, _U32, shape)
+    eng.submit([Dispatch(pipe, (*binds, bp, bn), groups, params)])
     eng.count("fast_calls")
-    p, n = [WgpuArray.adopt(eng, o, _U32, shape) for o in outs]
     return TernaryVec._trusted(p, n, a.dim)
 
 
@@ -114,8 +132,8 @@ class _GemmRecord:
     """What a 2-D GEMM of one (semiring, dtype, m, k, n, guard) records: pipeline, grid, uniforms,
     result bytes, and the facts reduction's pipeline, grid and uniforms."""
 
-    __slots__ = ("pipe", "groups", "params", "nbytes", "kind", "fpipe", "fgroups", "fparams",
-                 "fone")
+    __slots__ = ("pipe", "groups", "params", "nbytes", "cap", "kind", "fpipe", "fgroups",
+                 "fparams", "fone")
 
     def __init__(self, eng, sr, dt, m: int, k: int, n: int, special: bool):
         code = _gemm.semiring_code(sr, dt, special)
@@ -125,6 +143,7 @@ class _GemmRecord:
         d = _gemm.make_dispatch(eng, self.pipe, kname, kp, (), m, n, k, 1, 0, 0, 0)
         self.groups, self.params = d.groups, d.params
         self.nbytes = m * n * dt.itemsize
+        self.cap = eng.pool._class(self.nbytes)
         self.kind = stats.KINDS.get(dt.name)
         size = m * n
         if self.kind is not None:  # as stats.record
@@ -186,22 +205,20 @@ def matmul(be, a, b, semiring, c=None, out=None, return_argmax=False):
         rec = recs[key] = _GemmRecord(eng, sr, dt, m, k, n, special)
         eng.count("fast_records")
     binds = (_operand(eng, a), _operand(eng, b))
-    dbuf = eng.pool.acquire(rec.nbytes)
-    cmds = [Dispatch(rec.pipe, binds + (dbuf.binding(),), rec.groups, rec.params)]
     reader = None
     if rec.kind is not None:  # the result's facts computed beside it (as stats.record)
         st = eng.pool.acquire(32)
         if not rec.fone:
             eng.rt.write(st.handle, stats.INIT)
-        cmds.append(Dispatch(rec.fpipe, (dbuf.binding(0, m * n * 4), st.binding(0, 32)),
-                             rec.fgroups, rec.fparams))
         reader = stats.Reader(eng, st, rec.kind)
         eng._keep.append(reader)
+    d, bd = _result(eng, rec.cap, rec.nbytes, dt, (m, n), reader)
+    cmds = [Dispatch(rec.pipe, binds + (bd,), rec.groups, rec.params)]
+    if reader is not None:
+        cmds.append(Dispatch(rec.fpipe, (bd, Binding(reader.handle, 0, 32)), rec.fgroups,
+                             rec.fparams))
     eng.submit(cmds)
     eng.count("fast_calls")
-    d = WgpuArray.adopt(eng, dbuf, dt, (m, n))
-    if reader is not None:
-        d.stats = facts.Facts.lazy(dt, m * n, reader)
     return d
 
 
