@@ -206,3 +206,31 @@ def test_records_start_afresh_with_a_new_runtime():
     assert fastpath.records(eng) == {"k": 1}
     eng.rt = object()  # a forked child's stand-in runtime, say
     assert fastpath.records(eng) == {}
+
+
+def test_a_flushing_adapters_subnormal_rule_still_applies(ctx, monkeypatch):
+    """On an adapter that flushes subnormals (forced here), a subnormal operand raises in a batch as
+    outside one (known from to_device: at the call), and a result's pending facts at the end."""
+    monkeypatch.setattr(_eng(), "flushes_subnormals", True)
+    sub = np.full((4, 4), 1.0, np.float32)
+    sub[1, 2] = np.float32(1e-40)
+    S, ONE = ctx.to_device(sub), ctx.to_device(np.ones((4, 4), np.float32))
+    want = _error(lambda: ctx.matmul(S, ONE, "min_plus"))
+    assert "subnormal" in want[1].lower()
+    before = _stat("fast_calls")
+
+    def in_batch():
+        with ctx.batch():
+            ctx.matmul(ONE, ONE, "min_plus")  # fine: taken by the fast path
+            ctx.matmul(S, ONE, "min_plus")
+    assert _error(in_batch) == want
+    assert _stat("fast_calls") > before
+    # the result of a product is subnormal-free or not only on the device: checked at the end
+    tiny = np.full((4, 4), np.float32(2.0**-70), np.float32)
+    T = ctx.to_device(tiny)  # normal, but tiny + tiny... min_plus adds: 2**-69, still normal
+
+    def chain():
+        with ctx.batch():
+            x = ctx.matmul(T, T, "min_plus")
+            return ctx.to_host(ctx.matmul(x, ONE, "min_plus"))
+    np.testing.assert_array_equal(chain(), np.full((4, 4), np.float32(2.0**-69) + 1, np.float32))
