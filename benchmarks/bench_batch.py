@@ -146,41 +146,74 @@ def run_backend(name: str, ops: int, repeats: int, progress) -> list[dict]:
 
 def breakdown(ops: int, repeats: int, progress, profile: str | None = None) -> list[dict]:
     """wgpu: where a batch's time goes per op: recording (Python, per call), submitting (the
-    runtime records the command buffer) and the final wait; optionally a cProfile of recording."""
+    runtime records the command buffer) and the final wait; optionally a cProfile of recording.
+    Measured twice in one run: through the generic path (``batch_breakdown_generic``: the compiled
+    op records of ``backends/wgpu/fastpath.py`` off) and the fast path (``batch_breakdown``), after
+    checking that both give the same bits."""
+    from pytropical_gpu.backends.wgpu import fastpath
+
     ctx = tg.HybridContext(backend="wgpu")
     eng = get_backend("wgpu").engine
     rows = []
-    for op, size, _, res_chain, _ in _chains(ctx):
-        parts = {"record": [], "submit": [], "sync": []}
-        for i in range(repeats + 1):
-            b = ctx.batch()
-            b.__enter__()
-            t0 = time.perf_counter()
-            if profile and i == repeats:
-                import cProfile
-                import pstats
-
-                pr = cProfile.Profile()
-                pr.runcall(res_chain, ops)
-                with open(f"{profile}_{op}.txt", "w") as f:
-                    pstats.Stats(pr, stream=f).sort_stats("cumulative").print_stats(60)
-            else:
-                res_chain(ops)
-            t1 = time.perf_counter()
-            cmds, eng.recording = eng.recording, []
-            eng.rt.submit(cmds)
-            t2 = time.perf_counter()
-            eng.rt.sync()
-            t3 = time.perf_counter()
-            b.__exit__(None, None, None)
-            if 0 < i < repeats + (0 if profile else 1):
-                for k, v in zip(parts, (t1 - t0, t2 - t1, t3 - t2)):
-                    parts[k].append(v / ops * 1e6)
-        med = {k: statistics.median(v) for k, v in parts.items()}
-        progress(f"wgpu {op} batch breakdown us/op: " + ", ".join(f"{k} {v:.1f}" for k, v in med.items()))
-        rows.append({"backend": "wgpu", "op": op, "size": size, "variant": "batch_breakdown",
-                     "ops": ops, **{f"{k}_us_per_op": v for k, v in med.items()}})
+    try:
+        for op, size, _, res_chain, _ in _chains(ctx):
+            got = []
+            for fast in (False, True):
+                fastpath.ENABLED = fast
+                with ctx.batch():
+                    r = res_chain(20)
+                got.append(_host(ctx, r))
+            h.check(f"wgpu {op}: fast path vs generic path in a batch", got[1], got[0])
+            for fast in (False, True):
+                fastpath.ENABLED = fast
+                variant = "batch_breakdown" if fast else "batch_breakdown_generic"
+                rows.append(_parts(ctx, eng, op, size, res_chain, ops, repeats, progress,
+                                   profile and f"{profile}_{'fast' if fast else 'generic'}", variant))
+    finally:
+        fastpath.ENABLED = True
+    gen = {r["op"]: r for r in rows if r["variant"] == "batch_breakdown_generic"}
+    for r in rows:
+        if r["variant"] == "batch_breakdown":
+            g = gen[r["op"]]
+            r["record_speedup_vs_generic"] = g["record_us_per_op"] / r["record_us_per_op"]
+            tot = sum(r[f"{k}_us_per_op"] for k in ("record", "submit", "sync"))
+            gtot = sum(g[f"{k}_us_per_op"] for k in ("record", "submit", "sync"))
+            r["total_us_per_op"], g["total_us_per_op"] = tot, gtot
+            progress(f"wgpu {r['op']} batch: generic {gtot:.1f} us/op -> fast {tot:.1f} us/op "
+                     f"(record {g['record_us_per_op']:.1f} -> {r['record_us_per_op']:.1f})")
     return rows
+
+
+def _parts(ctx, eng, op, size, res_chain, ops, repeats, progress, profile, variant) -> dict:
+    parts = {"record": [], "submit": [], "sync": []}
+    for i in range(repeats + 1):
+        b = ctx.batch()
+        b.__enter__()
+        t0 = time.perf_counter()
+        if profile and i == repeats:
+            import cProfile
+            import pstats
+
+            pr = cProfile.Profile()
+            pr.runcall(res_chain, ops)
+            with open(f"{profile}_{op}.txt", "w") as f:
+                pstats.Stats(pr, stream=f).sort_stats("cumulative").print_stats(60)
+        else:
+            res_chain(ops)
+        t1 = time.perf_counter()
+        cmds, eng.recording = eng.recording, []
+        eng.rt.submit(cmds)
+        t2 = time.perf_counter()
+        eng.rt.sync()
+        t3 = time.perf_counter()
+        b.__exit__(None, None, None)
+        if 0 < i < repeats + (0 if profile else 1):
+            for k, v in zip(parts, (t1 - t0, t2 - t1, t3 - t2)):
+                parts[k].append(v / ops * 1e6)
+    med = {k: statistics.median(v) for k, v in parts.items()}
+    progress(f"wgpu {op} {variant} us/op: " + ", ".join(f"{k} {v:.1f}" for k, v in med.items()))
+    return {"backend": "wgpu", "op": op, "size": size, "variant": variant, "ops": ops,
+            **{f"{k}_us_per_op": v for k, v in med.items()}}
 
 
 def run_apsp(name: str, n: int, repeats: int, progress) -> list[dict]:

@@ -71,12 +71,21 @@ class BufferPool:
         return max(n, min(c, self.rt.limits.max_buffer_size))
 
     def acquire(self, nbytes: int) -> DeviceBuffer:
+        cap = self._class(nbytes)
+        buf = DeviceBuffer(self.take(cap), int(nbytes), cap)
+        if self._scope is not None:
+            self._scope.append(buf)
+        return buf
+
+    def take(self, cap: int):
+        """A handle of size class ``cap`` (see :meth:`_class`), counted live. :meth:`acquire` wraps it;
+        a caller that hands it straight to an owner returning it through :attr:`returned` (the
+        batch fast path's results) takes it bare."""
         while self.returned:
             c, h = self.returned.popleft()
             self._free[c].append(h)
             self.free_bytes += c
             self.live_bytes -= c
-        cap = self._class(nbytes)
         lst = self._free.get(cap)
         if lst:
             h = lst.pop()
@@ -85,10 +94,7 @@ class BufferPool:
             h = self._create(cap)
             self.created += 1
         self.live_bytes += cap
-        buf = DeviceBuffer(h, int(nbytes), cap)
-        if self._scope is not None:
-            self._scope.append(buf)
-        return buf
+        return h
 
     def _create(self, cap: int):
         """A new device buffer; on a memory failure idle buffers are freed and it is tried once more,
