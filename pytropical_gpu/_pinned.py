@@ -1,0 +1,55 @@
+"""Page-locked (pinned) host memory for large device-to-host copies on cuda.
+
+CuPy's ``x.get()`` copies into a fresh ``numpy.empty``: pageable memory, so the driver stages the
+copy through a pinned buffer of its own, the CPU copies it a second time, and every page of the new
+array is faulted in on first touch. :func:`get` copies into a numpy array whose memory comes from
+CuPy's pinned memory pool instead: one DMA straight into pages that are already mapped, and the
+pool takes them back when the array is dropped (the next download of that size faults nothing).
+Host-to-device copies need no change: ``cupy.asarray`` already stages through the same pool.
+
+Only C-contiguous arrays of at least :data:`MIN_BYTES` take this path (a small copy gains nothing
+and would only add blocks to the pool); everything else is ``x.get()``. Sizes are rounded up to
+one of eight classes per power of two (at most 12.5% more), so arrays of similar sizes reuse the
+pool's blocks instead of each pinning new memory. The pool keeps freed blocks for reuse;
+``cupy.get_default_pinned_memory_pool().free_all_blocks()`` releases them. ``PYTROPICAL_PINNED=0``
+in the environment (or ``MIN_BYTES = None``) turns the path off.
+
+The bits are those of ``x.get()``: the same copy, another destination.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import numpy as np
+
+#: the smallest copy (bytes) that goes through pinned memory; None: never
+MIN_BYTES: int | None = None if os.environ.get("PYTROPICAL_PINNED", "1") == "0" else 4 << 20
+
+
+def size_class(nbytes: int) -> int:
+    """``nbytes`` rounded up to one of eight sizes per power of two."""
+    step = 1 << max(0, nbytes.bit_length() - 4)  # an eighth of the power of two below nbytes
+    return -(-nbytes // step) * step
+
+
+def wanted(x: Any) -> bool:
+    """Whether :func:`get` copies the cupy array ``x`` through pinned memory."""
+    return MIN_BYTES is not None and x.nbytes >= MIN_BYTES and x.flags.c_contiguous and x.size > 0
+
+
+def get(x: Any) -> np.ndarray:
+    """A host numpy copy of the cupy array ``x``, after the work queued on the current stream
+    (blocking, like ``x.get()``); see the module docstring for when the memory is pinned."""
+    if not wanted(x):
+        return x.get()
+    cp = sys.modules["cupy"]
+    mem = cp.cuda.alloc_pinned_memory(size_class(x.nbytes))
+    out = np.ndarray(x.shape, dtype=x.dtype, buffer=mem)
+    x.get(out=out)  # the current stream, then waits: the values are there when this returns
+    return out
+
+
+__all__ = ["MIN_BYTES", "get", "size_class", "wanted"]
