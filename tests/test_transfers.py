@@ -193,3 +193,46 @@ def test_shared_device_operand_defers_one_check(rng, monkeypatch):
         with batch.Batch(None) as b:
             ctx.matmul(d, d, "min_plus", c=d, return_argmax=True)
             assert len(b.checks) == 1
+
+
+# ------------------------------------------------------------------ the APSP breakdown
+
+
+def _apsp():
+    root = __import__("pathlib").Path(__file__).resolve().parent.parent
+    if str(root / "examples") not in sys.path:
+        sys.path.insert(0, str(root / "examples"))
+    import apsp_resident
+
+    return apsp_resident
+
+
+@pytest.mark.parametrize("in_batch", [True, False])
+def test_apsp_marks_every_phase_in_order(in_batch):
+    ap = _apsp()
+    w = ap.random_network(20, 3, seed=4)
+    seen: list[str] = []
+    ctx = HybridContext(backend="cpu")
+    dist, nxt, _ = ap.square(ap.start(w)[0], None, ctx, batch=in_batch, mark=seen.append)
+    assert seen == ["upload", "first_hops"] + ["gemm", "next_hop"] * 5 + [  # ceil(log2(19)) = 5
+        "batch_end", "download_d", "download_nxt"]
+    want, want_nxt, _ = ap.all_pairs(w, ctx)
+    assert np.array_equal(dist, want) and np.array_equal(nxt, want_nxt)
+    assert ap.check(w, dist, nxt, range(20))[0]
+
+
+def test_breakdown_script_on_cpu(tmp_path):
+    """benchmarks/bench_apsp_breakdown.py end to end on a small graph (cpu: no events)."""
+    import json
+
+    from benchmarks import bench_apsp_breakdown as bd
+
+    out = tmp_path / "bd.json"
+    assert bd.main(["--backend", "cpu", "--n", "40", "--check-n", "30", "--repeats", "2",
+                    "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["device"] == "cpu" and doc["transfers"] == {} and len(doc["rows"]) == 2
+    for r in doc["rows"]:
+        assert r["repeats"] == 2 and r["ratio"] == r["end_to_end_s"] / r["kernel_sum_s"]
+        assert len(r["per_squaring_wall_ms"]) == 6 and r["gemm_gpu_s"] is None  # ceil(log2(39))
+        assert 0 < r["gemm_wall_s"] < r["end_to_end_s"]
