@@ -12,19 +12,27 @@ and would only add blocks to the pool); everything else is ``x.get()``. Sizes ar
 one of eight classes per power of two (at most 12.5% more), so arrays of similar sizes reuse the
 pool's blocks instead of each pinning new memory. The pool keeps freed blocks for reuse;
 ``cupy.get_default_pinned_memory_pool().free_all_blocks()`` releases them. ``PYTROPICAL_PINNED=0``
-in the environment (or ``MIN_BYTES = None``) turns the path off.
+in the environment (or ``MIN_BYTES = None``) turns the path off. When no page-locked memory can
+be had, the copy is the plain one (logged at INFO).
+
+Cost: the first download of a size class pays for pinning its pages (``cudaHostAlloc``, about what
+faulting in a fresh pageable array costs); later ones of that class reuse them. What this saves is
+therefore largest for repeated downloads of similar sizes (a loop, a benchmark, a service), and
+``benchmarks/bench_apsp_breakdown.py`` times both (pool cold and warm) beside the pageable copy.
 
 The bits are those of ``x.get()``: the same copy, another destination.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from typing import Any
 
 import numpy as np
 
+log = logging.getLogger("pytropical_gpu")
 #: the smallest copy (bytes) that goes through pinned memory; None: never
 MIN_BYTES: int | None = None if os.environ.get("PYTROPICAL_PINNED", "1") == "0" else 4 << 20
 
@@ -46,7 +54,11 @@ def get(x: Any) -> np.ndarray:
     if not wanted(x):
         return x.get()
     cp = sys.modules["cupy"]
-    mem = cp.cuda.alloc_pinned_memory(size_class(x.nbytes))
+    try:
+        mem = cp.cuda.alloc_pinned_memory(size_class(x.nbytes))
+    except cp.cuda.runtime.CUDARuntimeError as e:  # no page-locked memory left: the plain copy
+        log.info("pinned download of %d bytes not possible (%s): pageable copy", x.nbytes, e)
+        return x.get()
     out = np.ndarray(x.shape, dtype=x.dtype, buffer=mem)
     x.get(out=out)  # the current stream, then waits: the values are there when this returns
     return out

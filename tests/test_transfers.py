@@ -236,3 +236,22 @@ def test_breakdown_script_on_cpu(tmp_path):
         assert r["repeats"] == 2 and r["ratio"] == r["end_to_end_s"] / r["kernel_sum_s"]
         assert len(r["per_squaring_wall_ms"]) == 6 and r["gemm_gpu_s"] is None  # ceil(log2(39))
         assert 0 < r["gemm_wall_s"] < r["end_to_end_s"]
+
+
+def test_no_pinned_memory_left_takes_the_plain_copy(fake_cupy, rng, monkeypatch, caplog):
+    class CUDARuntimeError(RuntimeError):
+        pass
+
+    cuda = sys.modules["cupy"].cuda
+
+    def refuse(n):
+        raise CUDARuntimeError("cudaErrorMemoryAllocation: out of memory")
+
+    monkeypatch.setattr(cuda, "runtime", types.SimpleNamespace(CUDARuntimeError=CUDARuntimeError),
+                        raising=False)
+    monkeypatch.setattr(cuda, "alloc_pinned_memory", refuse)
+    want = rng.standard_normal((1100, 1000)).astype(np.float32)
+    dev = _FakeDevice(want)
+    with caplog.at_level("INFO", logger="pytropical_gpu"):
+        got = _arrays.to_numpy(dev)
+    assert dev.gets == [False] and np.array_equal(got, want) and "pageable copy" in caplog.text
