@@ -242,11 +242,10 @@ def main(argv=None) -> int:
                      "repeats": len(rs), "kernel_sum_s": ksum,
                      "ratio": s["end_to_end_s"] / ksum, **s})
     _print(rows, extra, ksum)
-    device = name
-    if cp is not None:
-        device = tg.get_backend("cuda").describe()["device"]
-    path = h.write_json(args.json or h.default_json_path(f"apsp_breakdown_{name}"), rows, device,
-                        kernel_sum_runs_s=sums, transfers=extra, check_nodes=args.check_n,
+    desc = tg.get_backend(name).describe()
+    path = h.write_json(args.json or h.default_json_path(f"apsp_breakdown_{name}"), rows,
+                        desc.get("device", name), backend=desc, kernel_sum_runs_s=sums,
+                        transfers=extra, check_nodes=args.check_n,
                         seconds=time.perf_counter() - t_start)
     print(f"wrote {path} ({time.perf_counter() - t_start:.1f} s)")
     return 0

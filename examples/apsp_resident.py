@@ -18,6 +18,8 @@ library has no gather kernel), one read per squaring. On cpu ``to_device`` chang
 The squarings run inside ``with ctx.batch():``: on cuda nothing waits for the host until the end
 (the NaN checks of the operands, which ``D`` as a device result needs, run once, at the batch's
 end); on wgpu the commands go out together and the block synchronises once (plus each ``K`` read).
+On cuda the two 64 MiB results come back through pinned memory (``pytropical_gpu._pinned``): one
+DMA each, into pages the next run reuses.
 
 Timing: the end-to-end time (from the numpy weights to numpy distances and next hops, uploads and
 downloads included) beside the sum of the per-squaring times, taken with CUDA events on cuda (GPU

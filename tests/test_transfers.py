@@ -231,7 +231,7 @@ def test_breakdown_script_on_cpu(tmp_path):
     assert bd.main(["--backend", "cpu", "--n", "40", "--check-n", "30", "--repeats", "2",
                     "--json", str(out)]) == 0
     doc = json.loads(out.read_text())
-    assert doc["device"] == "cpu" and doc["transfers"] == {} and len(doc["rows"]) == 2
+    assert doc["backend"]["name"] == "cpu" and doc["transfers"] == {} and len(doc["rows"]) == 2
     for r in doc["rows"]:
         assert r["repeats"] == 2 and r["ratio"] == r["end_to_end_s"] / r["kernel_sum_s"]
         assert len(r["per_squaring_wall_ms"]) == 6 and r["gemm_gpu_s"] is None  # ceil(log2(39))
