@@ -13,7 +13,9 @@ one of eight classes per power of two (at most 12.5% more), so arrays of similar
 pool's blocks instead of each pinning new memory. The pool keeps freed blocks for reuse;
 ``cupy.get_default_pinned_memory_pool().free_all_blocks()`` releases them. ``PYTROPICAL_PINNED=0``
 in the environment (or ``MIN_BYTES = None``) turns the path off. When no page-locked memory can
-be had, the copy is the plain one (logged at INFO).
+be had, or the live results already hold :data:`MAX_LIVE_BYTES` of it (page-locked memory cannot be
+swapped out: many large results kept alive, say a dask worker's, must not lock the host's RAM),
+the copy is the plain one (logged at INFO when the allocation failed).
 
 Cost: the first download of a size class pays for pinning its pages (``cudaHostAlloc``, about what
 faulting in a fresh pageable array costs); later ones of that class reuse them. What this saves is
@@ -28,11 +30,17 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
+import weakref
 from typing import Any
 
 import numpy as np
 
 log = logging.getLogger("pytropical_gpu")
+_lock = threading.Lock()
+_live = [0]  # pinned bytes held by live results (a list: updated under _lock)
+#: at most this many pinned bytes held by live results at once; beyond it downloads are plain
+MAX_LIVE_BYTES = 1 << 30
 #: the smallest copy (bytes) that goes through pinned memory; None: never
 MIN_BYTES: int | None = None if os.environ.get("PYTROPICAL_PINNED", "1") == "0" else 4 << 20
 
@@ -48,20 +56,37 @@ def wanted(x: Any) -> bool:
     return MIN_BYTES is not None and x.nbytes >= MIN_BYTES and x.flags.c_contiguous and x.size > 0
 
 
+def live_bytes() -> int:
+    """Pinned bytes held by the arrays :func:`get` returned that are still alive."""
+    return _live[0]
+
+
+def _release(n: int) -> None:
+    with _lock:
+        _live[0] -= n
+
+
 def get(x: Any) -> np.ndarray:
     """A host numpy copy of the cupy array ``x``, after the work queued on the current stream
     (blocking, like ``x.get()``); see the module docstring for when the memory is pinned."""
     if not wanted(x):
         return x.get()
+    size = size_class(x.nbytes)
+    with _lock:  # page-locked memory cannot be swapped out: bound what the results hold
+        if _live[0] + size > MAX_LIVE_BYTES:
+            return x.get()
+        _live[0] += size
     cp = sys.modules["cupy"]
     try:
-        mem = cp.cuda.alloc_pinned_memory(size_class(x.nbytes))
+        mem = cp.cuda.alloc_pinned_memory(size)
     except cp.cuda.runtime.CUDARuntimeError as e:  # no page-locked memory left: the plain copy
+        _release(size)
         log.info("pinned download of %d bytes not possible (%s): pageable copy", x.nbytes, e)
         return x.get()
     out = np.ndarray(x.shape, dtype=x.dtype, buffer=mem)
+    weakref.finalize(out, _release, size)  # views keep ``out`` (their base) alive
     x.get(out=out)  # the current stream, then waits: the values are there when this returns
     return out
 
 
-__all__ = ["MIN_BYTES", "get", "size_class", "wanted"]
+__all__ = ["MAX_LIVE_BYTES", "MIN_BYTES", "get", "live_bytes", "size_class", "wanted"]

@@ -255,3 +255,26 @@ def test_no_pinned_memory_left_takes_the_plain_copy(fake_cupy, rng, monkeypatch,
     with caplog.at_level("INFO", logger="pytropical_gpu"):
         got = _arrays.to_numpy(dev)
     assert dev.gets == [False] and np.array_equal(got, want) and "pageable copy" in caplog.text
+
+
+def test_live_pinned_results_are_bounded(fake_cupy, rng, monkeypatch):
+    """Page-locked memory held by live results stays under MAX_LIVE_BYTES: past it, downloads are
+    plain; dropping a result (and its views) gives its share back."""
+    import gc
+
+    v = rng.standard_normal((1100, 1000)).astype(np.float32)
+    size = _pinned.size_class(v.nbytes)
+    base = _pinned.live_bytes()
+    monkeypatch.setattr(_pinned, "MAX_LIVE_BYTES", base + 2 * size)
+    first, second = _arrays.to_numpy(_FakeDevice(v)), _arrays.to_numpy(_FakeDevice(v))
+    assert len(fake_cupy) == 2 and _pinned.live_bytes() == base + 2 * size
+    third = _arrays.to_numpy(_FakeDevice(v))
+    assert len(fake_cupy) == 2 and np.array_equal(third, v)  # over the bound: the plain copy
+    view = first[5:]
+    del first
+    gc.collect()
+    assert _pinned.live_bytes() == base + 2 * size  # the view keeps its base alive
+    del view, second
+    gc.collect()
+    assert _pinned.live_bytes() == base
+    assert np.array_equal(_arrays.to_numpy(_FakeDevice(v)), v) and len(fake_cupy) == 3
