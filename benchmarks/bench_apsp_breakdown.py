@@ -6,12 +6,15 @@ of D, the first next-hop table, each squaring's GEMM call and its next-hop updat
 the downloads of D and of the next-hop table) the host clock is read and, on cuda, a CUDA event is
 recorded (nothing waits: the events are read after the run). Per phase: ``wall`` = host time spent
 in it (Python, checks, launches, and any wait it does), ``gpu`` = GPU time between the events that
-bracket it. Configurations: inside ``ctx.batch()`` or not, and on cuda large downloads through
-pinned memory (``pytropical_gpu._pinned``, the default) or pageable (``MIN_BYTES = None``: plain
-``x.get()``). ``kernel_sum`` is the example's denominator (its timed run: CUDA events around each
-squaring, synchronised per step); ``ratio`` = median end-to-end / kernel_sum. On cuda it also times
-the transfers alone (64 MiB up and down by each route, the pinned pool cold and warm) and the NaN
-check of one 64 MiB operand.
+bracket it. Inside a batch the host runs ahead of the GPU: a squaring's wall time is then what its
+calls cost the host (Python, checks, launches) and ``batch_end``'s wall is the wait for the queued
+work; the gpu columns say where the GPU's time went (idle gaps included). Configurations: inside
+``ctx.batch()`` or not, and on cuda large downloads through pinned memory
+(``pytropical_gpu._pinned``, the default) or pageable (``MIN_BYTES = None``: plain ``x.get()``).
+``kernel_sum`` is the example's denominator (its timed run: CUDA events around each squaring,
+synchronised per step); ``ratio`` = median end-to-end / kernel_sum. On cuda it also times the
+transfers alone (64 MiB up and down by each route, the pinned pool cold and warm) and the NaN check
+of one 64 MiB operand.
 
 Checks first (nothing is timed otherwise): a small graph's distances and routes against scipy's
 Dijkstra in every configuration; at full size, every configuration's distances and next hops equal
