@@ -35,6 +35,8 @@ from typing import Any
 
 import numpy as np
 
+from . import _pinned
+
 NUMPY = "numpy"
 CUPY = "cupy"
 WGPU = "wgpu"
@@ -130,7 +132,9 @@ def to_numpy(x: Any, name: str = "array") -> np.ndarray:
     DLPack objects; device arrays are copied to the host."""
     if isinstance(x, np.ndarray):
         return x
-    if is_cupy(x) or is_wgpu(x):
+    if is_cupy(x):
+        return _pinned.get(x)  # large arrays: one DMA into pinned memory (see _pinned)
+    if is_wgpu(x):
         return x.get()
     if is_torch(x):
         t = x.detach()
@@ -186,7 +190,7 @@ def to_kind(result: Any, kind: tuple[str, Any]) -> Any:
     if k == WGPU:  # resident wgpu operands: a device result stays resident (host ones as they are)
         return result.get() if is_cupy(result) else result
     if k == NUMPY:
-        return result.get() if (is_cupy(result) or is_wgpu(result)) else result
+        return to_numpy(result) if (is_cupy(result) or is_wgpu(result)) else result
     if k == CUPY:
         return result if is_cupy(result) else _import_cupy().asarray(to_numpy(result))
     if k == TORCH:

@@ -25,9 +25,10 @@ def matmul(be: Any, a: Any, b: Any, semiring: str | Semiring = "max_plus", *, c:
     sr = get_semiring(semiring)
     kind = _arrays.kind_of(a, b, c)
     xp = be.xp
+    # one operand passed in several places (D ⊗ D ⊕ D) is converted and scanned once
     A = be.asnative(a, "a")
-    B = be.asnative(b, "b")
-    C = None if c is None else be.asnative(c, "c")
+    B = A if b is a else be.asnative(b, "b")
+    C = None if c is None else A if c is a else B if c is b else be.asnative(c, "c")
     if A.dtype != B.dtype:
         raise TypeError(f"matmul: mixed dtypes {A.dtype.name} and {B.dtype.name}; "
                         "cast one operand first")
@@ -38,11 +39,19 @@ def matmul(be: Any, a: Any, b: Any, semiring: str | Semiring = "max_plus", *, c:
     if C is not None and C.dtype != dt:
         raise TypeError(f"matmul: c has dtype {C.dtype.name}, a and b have {dt.name}")
     g = gemm_shapes.plan(A, B, C, xp)  # numpy's 1-D / N-D batch rules
-    # the facts of each operand, learned once (a resident operand brings its own from to_device)
-    known = {"a": facts.of(A, xp), "b": facts.of(B, xp), "c": None if C is None else facts.of(C, xp)}
+    # the facts of each operand, learned once (a resident operand brings its own from to_device);
+    # the same array in two places shares one Facts, so its values are reduced (and read) once
+    fa = facts.of(A, xp)
+    fb = fa if B is A else facts.of(B, xp)
+    fc = None if C is None else fa if C is A else fb if C is B else facts.of(C, xp)
+    known = {"a": fa, "b": fb, "c": fc}
     if dt.kind == "f":  # in a batch, a device fact not yet known is checked at the batch's end
+        seen: list = []
         for name, f in known.items():
-            if f is not None and not batch.defer(functools.partial(_no_nan, name, f), f):
+            if f is None or any(f is g for g in seen):
+                continue  # an operand already checked under the first name it was passed as
+            seen.append(f)
+            if not batch.defer(functools.partial(_no_nan, name, f), f):
                 _no_nan(name, f)
     be._check_operands("matmul", sr, dt, known)
     out_view = None if out is None else check_out(out, g.result, dt)
