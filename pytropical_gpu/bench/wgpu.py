@@ -174,9 +174,7 @@ def bench_vsa(eng, dev, cp, progress, quick, rows, extra):
     h.check("bind pos", op_, (ap & bp) | (an & bn))
     h.check("bind neg", on_, (ap & bn) | (an & bp))
     bufs = [eng.upload(x) for x in (ap, an, bp, bn)] + [eng.alloc(words * 4) for _ in range(2)]
-    pipe = eng.pipeline("vsa_elementwise", OP="bind", BITS=0, WG=WG)
-    gx, gy, _ = eng.grid(-(-words // WG))
-    disp = eng.dispatch(pipe, [b.binding() for b in bufs], (gx, gy, 1), pack_params(words, gx, 0, 0))
+    disp = vsa.elementwise_dispatch(eng, "bind", 0, words, [b.binding() for b in bufs])
     t = queue_time(eng, disp, 20)
     tb = copy_time(eng, 4 * words * 4, 20)
     extra["webgpu_copy_4_planes_ms"] = tb.median * 1e3
@@ -196,13 +194,8 @@ def bench_vsa(eng, dev, cp, progress, quick, rows, extra):
                - np.bitwise_count((ap & bn) | (an & bp)).sum(dtype=np.int64))
     got = int(vsa.dot(eng, ap[None], an[None], bp[None], bn[None])[0, 0])
     h.check("dot", got, want)
-    wpt = vsa._wpt(words)
-    chunks = -(-words // (256 * wpt))
-    res = eng.alloc(chunks * 4)
-    gx, gy, _ = eng.grid(chunks)
-    pipe = eng.pipeline("vsa_dot")
-    disp = eng.dispatch(pipe, [b.binding() for b in bufs[:4]] + [res.binding()], (gx, gy, 1),
-                        pack_params(1, 1, words, chunks, wpt, gx, 0, 0))
+    res = eng.alloc(vsa.dot_plan(words)[3] * 4)
+    disp = vsa.dot_dispatch(eng, [b.binding() for b in bufs[:4]] + [res.binding()], 1, 1, words)
     t = queue_time(eng, disp, 20)
     rows.append(_row("dot", dev, f"{trits} trits", t, trits, "trit", base_name, tb,
                      note=f"{4 * words * 4 / t.median / 1e9:.0f} GB/s read"))

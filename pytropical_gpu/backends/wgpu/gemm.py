@@ -1,8 +1,9 @@
 """Semiring GEMM on WGSL: kernel selection, parameters, and tiling beyond one binding/dispatch.
 
-Three templates: ``gemm_tiled`` (register-blocked, vec4 accumulators, unrolled k-tile: the
+Four templates: ``gemm_tiled`` (register-blocked, vec4 accumulators, unrolled k-tile: the
 throughput path), ``gemm_skinny`` (m >> n, k <= 16: one thread per row, B in workgroup memory, no
-padding to a big tile) and ``gemm_simple`` (one thread per output; the argmax kernel).
+padding to a big tile), its mirror ``gemm_wide`` (m, k <= 16, n >> m: four columns per thread, A
+in workgroup memory) and ``gemm_simple`` (one thread per output; small argmax GEMMs).
 Work larger than one storage binding
 or one dispatch runs as several blocks (batch entries x row blocks x column blocks).
 """
@@ -21,12 +22,17 @@ from .engine import WG, Engine, pack_params
 from .readback import finish, resident, upload_result
 from .templating import WGSL_TYPES, literal
 
-#: the big tile (min_plus f32 8192^3 on an H200 through Vulkan: 20.6 TOPS; BK=8 gave 19.6)
-TILE = {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8}
-#: a smaller tile for mid-sized problems (more workgroups)
-TILE_SMALL = {"BM": 64, "BN": 64, "BK": 8, "TM": 4, "TN": 4}
+#: the big tile (min_plus f32 8192^3 on an H200 through Vulkan: 22.5 TOPS, GPU timestamps;
+#: every variant measured: benchmarks/results/wgpu_gemm_notes.md)
+TILE = {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "PF": 0}
+#: a smaller tile for mid-sized problems (more workgroups; 1024^3: 14.3 TOPS, BK=8 13.0)
+TILE_SMALL = {"BM": 64, "BN": 64, "BK": 16, "TM": 4, "TN": 4, "PF": 0}
+#: skinny kernel: rows of A per thread (2,097,152 x 4 x 4 on an H200: 1 to 4 within 3 %)
+SKINNY_RPT = 1
 SKINNY_K = 16
 SKINNY_N = 16
+#: the wide kernel (m <= WIDE_M, k <= SKINNY_K, n a multiple of 4): the skinny kernel's mirror
+WIDE_M = 16
 
 _ADD = {"min": "min(a, b)", "max": "max(a, b)", "plus": "a + b", "bor": "a | b", "bxor": "a ^ b"}
 _MUL = {"plus": "a + b", "times": "a * b", "max": "max(a, b)", "min": "min(a, b)", "band": "a & b"}
@@ -99,16 +105,31 @@ def _semiring_code(sr: Semiring, dt: np.dtype, special: bool) -> SemiringCode:
     return SemiringCode(T, zero, one, _ADD[sr.add_op], _MUL[sr.mul_op], guard, False, sr.add_op)
 
 
-def choose_kernel(m: int, n: int, k: int, argmax: bool) -> tuple[str, dict]:
+def tile_storage(kp: dict) -> int:
+    """Workgroup memory (bytes) of a ``gemm_tiled`` configuration (PF=2 keeps two k-tiles)."""
+    return (kp["BM"] + kp["BN"]) * kp["BK"] * 4 * (2 if kp["PF"] == 2 else 1)
+
+
+def choose_kernel(m: int, n: int, k: int, argmax: bool,
+                  wg_storage: int = 16384) -> tuple[str, dict]:
+    """Template and parameters for an (m, k) x (k, n) GEMM; ``wg_storage``: the device's workgroup
+    memory limit (a tile that needs more prefetches into registers only, PF=1)."""
     if argmax:
         if k <= SKINNY_K and n <= SKINNY_N:
             return "gemm_simple", {"ARGMAX": True, "KCONST": k, "WG": WG}
-        return "gemm_tiled", dict(TILE_SMALL, ARGMAX=True)
-    if k <= SKINNY_K and n <= SKINNY_N:
-        return "gemm_skinny", {"K": k, "N": n, "WG": WG}
-    if m * n <= (1 << 20) or min(m, n) < 128:
-        return "gemm_tiled", dict(TILE_SMALL, ARGMAX=False)
-    return "gemm_tiled", dict(TILE, ARGMAX=False)
+        kp = dict(TILE_SMALL, ARGMAX=True)
+    elif k <= SKINNY_K and n <= SKINNY_N:
+        return "gemm_skinny", {"K": k, "N": n, "WG": WG, "RPT": SKINNY_RPT,
+                               "AV": k % 4 == 0, "DV": n % 4 == 0}
+    elif 1 <= m <= WIDE_M and 1 <= k <= SKINNY_K and n % 4 == 0:
+        return "gemm_wide", {"M": m, "K": k, "WG": WG, "BV": True, "DV": True}
+    elif m * n <= (1 << 20) or min(m, n) < 128:
+        kp = dict(TILE_SMALL, ARGMAX=False)
+    else:
+        kp = dict(TILE, ARGMAX=False)
+    if kp["PF"] == 2 and tile_storage(kp) > wg_storage:
+        kp["PF"] = 1
+    return "gemm_tiled", kp
 
 
 def gemm(eng: Engine, a: np.ndarray, b: np.ndarray, sr: Semiring, c, argmax: bool,
@@ -129,7 +150,7 @@ def gemm(eng: Engine, a: np.ndarray, b: np.ndarray, sr: Semiring, c, argmax: boo
     special = (sr.guarded and eng.recording is not None and not (fa.computed and fb.computed)) \
         or facts.guard_needed(sr, dt, fa, fb)
     code = semiring_code(sr, dt, special)
-    kname, kp = choose_kernel(m, n, k, argmax)
+    kname, kp = choose_kernel(m, n, k, argmax, eng.limits.max_workgroup_storage)
     has_c = c is not None
     pipe = eng.pipeline(kname, _key=(kname, code, tuple(kp.items()), has_c), **code.params(), **kp,
                         HAS_C=has_c)
@@ -145,11 +166,12 @@ def gemm(eng: Engine, a: np.ndarray, b: np.ndarray, sr: Semiring, c, argmax: boo
         plans = [(0, batch, 0, m, 0, n)]
     else:
         nb = n
-        if k * n * item > lim:
-            nb = max(4, (lim // (k * item)) // 4 * 4)
+        tall = max(k, m) if kname == "gemm_wide" else k  # rows of a column block (wide: D's too)
+        if tall * n * item > lim:
+            nb = max(4, (lim // (tall * item)) // 4 * 4)
         if tiled:
             nb = min(nb, wmax * kp["BN"])
-        mb = max(1, min(m, lim // max(k * item, nb * item)))
+        mb = m if kname == "gemm_wide" else max(1, min(m, lim // max(k * item, nb * item)))
         if tiled:
             mb = min(mb, wmax * kp["BM"])
         else:
@@ -210,7 +232,9 @@ def make_dispatch(eng: Engine, pipe, kname: str, kp: dict, binds, m: int, n: int
         groups = (-(-n // kp["BN"]), -(-m // kp["BM"]), nbat)
         params = pack_params(m, n, k, a_bs, b_bs, c_bs, m * n, 0)
     else:
-        gx, gy, _ = eng.grid(-(-(m if kname == "gemm_skinny" else m * n) // WG))
+        per = kp.get("WG", WG) * kp.get("RPT", 1)
+        count = {"gemm_skinny": m, "gemm_wide": n // 4}.get(kname, m * n)
+        gx, gy, _ = eng.grid(-(-count // per))
         groups = (gx, gy, nbat)
         params = pack_params(m, n, k, a_bs, b_bs, c_bs, m * n, gx)
     return eng.dispatch(pipe, binds, groups, params)
