@@ -48,7 +48,7 @@ def log(msg: str) -> None:
 
 
 # ---------------------------------------------------------------------------- timing
-def _timestamps(eng, disp, reps: int, repeats: int):
+def _timestamps(eng, disps, reps: int, repeats: int):
     import wgpu
 
     from pytropical_gpu.backends.wgpu.runtime import storage_ranges
@@ -56,23 +56,26 @@ def _timestamps(eng, disp, reps: int, repeats: int):
     dev = eng.rt.device
     qs = dev.create_query_set(type="timestamp", count=2)
     rb = dev.create_buffer(size=16, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC)
-    params = bytes(disp.params) + bytes(-len(disp.params) % 16)
-    ub = dev.create_buffer(size=max(16, len(params)),
-                           usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST)
-    dev.queue.write_buffer(ub, 0, params)
-    entries = [{"binding": 0, "resource": {"buffer": ub, "offset": 0, "size": len(params)}}]
-    entries += [{"binding": s, "resource": {"buffer": b, "offset": o, "size": z}}
-                for s, b, o, z in storage_ranges(disp)]
-    bg = dev.create_bind_group(layout=disp.pipeline._pt_bgl, entries=entries)
+    groups = []
+    for disp in disps:
+        params = bytes(disp.params) + bytes(-len(disp.params) % 16)
+        ub = dev.create_buffer(size=max(16, len(params)),
+                               usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST)
+        dev.queue.write_buffer(ub, 0, params)
+        entries = [{"binding": 0, "resource": {"buffer": ub, "offset": 0, "size": len(params)}}]
+        entries += [{"binding": s, "resource": {"buffer": b, "offset": o, "size": z}}
+                    for s, b, o, z in storage_ranges(disp)]
+        groups.append((disp, dev.create_bind_group(layout=disp.pipeline._pt_bgl, entries=entries)))
     ts = []
     for _ in range(repeats + 1):
         enc = dev.create_command_encoder()
         p = enc.begin_compute_pass(timestamp_writes={
             "query_set": qs, "beginning_of_pass_write_index": 0, "end_of_pass_write_index": 1})
-        p.set_pipeline(disp.pipeline)
-        p.set_bind_group(0, bg)
         for _ in range(reps):
-            p.dispatch_workgroups(*disp.groups)
+            for disp, bg in groups:
+                p.set_pipeline(disp.pipeline)
+                p.set_bind_group(0, bg)
+                p.dispatch_workgroups(*disp.groups)
         p.end()
         enc.resolve_query_set(qs, 0, 2, rb, 0)
         dev.queue.submit([enc.finish()])
@@ -101,15 +104,16 @@ USE_TS = True
 
 
 def kernel_time(eng, disp, reps: int, repeats: int = 5) -> float:
-    """Seconds per dispatch."""
+    """Seconds per dispatch (``disp``: one dispatch or a list run in order, timed together)."""
     global USE_TS
+    disps = list(disp) if isinstance(disp, (list, tuple)) else [disp]
     if USE_TS and "timestamp-query" in getattr(eng.rt, "features", ()):
         try:
-            return _timestamps(eng, disp, reps, repeats)
+            return _timestamps(eng, disps, reps, repeats)
         except Exception as e:  # noqa: BLE001 - fall back to wall time
             log(f"timestamps failed ({type(e).__name__}: {e}); wall time from now on")
             USE_TS = False
-    return _wall(eng, [disp], reps, repeats)
+    return _wall(eng, disps, reps, repeats)
 
 
 def copy_seconds(eng, nbytes: int, reps: int) -> float:
@@ -250,8 +254,10 @@ def time_gemm(eng, kname, kp, m, k, n, sname="min_plus", dts="float32", reps=3):
         t0 = time.perf_counter()
         pipe = eng.pipeline(kname, **code.params(), **kp, HAS_C=False)
         tc = time.perf_counter() - t0
-        disp = gemm.make_dispatch(eng, pipe, kname, kp, binds, m, n, k)
-        eng.submit([disp])
+        disp = [gemm.make_dispatch(eng, pipe, kname, kp, binds, m, n, k)]
+        if kp.get("AT"):
+            disp.append(gemm.argfix_dispatch(eng, code, kp, binds, m, n, k))
+        eng.submit(disp)
         got = eng.download(D, dt, (m, n))
         rows = rng.choice(m, min(m, 8), replace=False)
         want = ptg.matmul(a[rows], b, sname, backend="cpu")
@@ -336,11 +342,13 @@ def sweep_gemm(eng, cp, quick):
 def sweep_argmax(eng, quick):
     size = 512 if quick else 4096
     base = {"BM": 64, "BN": 64, "BK": 16, "TM": 4, "TN": 4, "ARGMAX": True, "PF": 0}
-    variants = [base, dict(base, PF=2), dict(base, BK=8),
+    variants = [base, dict(base, AT=True), dict(base, BM=128, TM=8, AT=True),
+                dict(base, BM=128, BN=128, TM=8, TN=8, AT=True), dict(base, BK=32, AT=True),
+                dict(base, PF=2), dict(base, BK=8),
                 dict(base, BM=128, TM=8), dict(base, BN=128, TN=8),
                 dict(base, BM=128, BN=128, BK=8, TM=8, TN=8), dict(base, BM=128, BN=64, TM=8, TN=4, BK=16)]
     if quick:
-        variants = variants[:2]
+        variants = variants[:3]
     for kp in variants:
         if over_budget():
             log('time budget spent: skipping the rest')
@@ -350,7 +358,8 @@ def sweep_argmax(eng, quick):
             if not check_gemm("gemm_tiled", kp, True, label):
                 continue
             t, tc = time_gemm(eng, "gemm_tiled", kp, size, size, size, reps=5)
-            t0, _ = time_gemm(eng, "gemm_tiled", dict(kp, ARGMAX=False), size, size, size, reps=5)
+            plain = {x: y for x, y in kp.items() if x != "AT"}
+            t0, _ = time_gemm(eng, "gemm_tiled", dict(plain, ARGMAX=False), size, size, size, reps=5)
         except Exception as e:  # noqa: BLE001
             log(f"{label}: {type(e).__name__}: {e}")
             OUT["errors"].append(f"{label}: {type(e).__name__}: {e}")
@@ -370,7 +379,7 @@ def sweep_skinny(eng, quick):
     variants += [{"WG": 256, "RPT": 1, "AV": False, "DV": False},
                  {"WG": 256, "RPT": 1, "AV": True, "DV": False}]
     if quick:
-        variants = variants[:2] + variants[-1:]
+        variants = variants[:3] + variants[-1:]
     nbytes = m * 4 * 4 * 2
     tcopy = copy_seconds(eng, nbytes // 2, 50)
     OUT["skinny_copy_ms"] = tcopy * 1e3
@@ -543,19 +552,21 @@ def time_defaults(eng, cp, quick):
     for m, k, n, sname, dts, argmax in ((big, big, big, "min_plus", "float32", False),
                                          (big, big, big, "max_plus", "int32", False),
                                          (big // 2, big // 2, big // 2, "min_plus", "float32", True),
+                                         (big // 2, big // 2, big // 2, "min_plus", "float32", "AT"),
                                          (2 * mid, 2 * mid, 2 * mid, "min_plus", "float32", False),
                                          (mid, mid, mid, "min_plus", "float32", False),
                                          (long, 4, 4, "min_plus", "float32", False),
                                          (long // 32, 64, 64, "min_plus", "float32", False),
                                          (4, 4, long, "min_plus", "float32", False)):
-        kname, kp = gemm.choose_kernel(m, n, k, argmax, ws)
+        kname, kp = gemm.choose_kernel(m, n, k, bool(argmax), ws, True if argmax == "AT" else None)
         try:
             reps = 3 if m * n * k >= 1 << 36 else (5 if quick else 50)
             t, _ = time_gemm(eng, kname, kp, m, k, n, sname, dts, reps=reps)
         except Exception as e:  # noqa: BLE001
             OUT["errors"].append(f"default {m}x{k}x{n}: {type(e).__name__}: {e}")
             continue
-        r = {"op": f"{sname} {dts}" + (" argmax" if argmax else ""), "shape": [m, k, n],
+        r = {"op": f"{sname} {dts}" + (f" argmax {'by k-tile' if argmax == 'AT' else ''}" if argmax else ""),
+             "shape": [m, k, n],
              "kernel": kname, "params": kp, "ms": t * 1e3, "tops": 2 * m * n * k / t / 1e12}
         OUT.setdefault("defaults", []).append(r)
         log(f"default {r['op']} {m}x{k}x{n} {kname} {kp}: {t * 1e3:.4f} ms {r['tops']:.2f} TOPS")

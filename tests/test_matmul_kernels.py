@@ -50,3 +50,22 @@ def test_kernel_families_batched(backend, rng, shape):
     b2 = rand(rng, (2, k, n), "float32")
     np.testing.assert_array_equal(tg.matmul(a[:1], b2, "max_plus", backend=backend),
                                   ref_matmul(a[:1], b2, "max_plus")[0])
+
+
+@pytest.mark.parametrize("name", ["min_plus", "max_plus", "max_min", "min_times"])
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_argmax_by_k_tile_matches_reference(backend, rng, monkeypatch, name, dtype):
+    """The tiled argmax by k-tile (wgpu's ``gemm.ARGMAX_BY_TILE``: a plain ⊕ per k-tile, then a second
+    pass inside the winning tile): values, smallest k on ties, -1 where ``c`` wins, batches."""
+    if backend == "wgpu":
+        from pytropical_gpu.backends.wgpu import gemm
+
+        monkeypatch.setattr(gemm, "ARGMAX_BY_TILE", True)
+    for lead, m, k, n in (((), 70, 100, 67), ((2,), 33, 17, 40), ((), 5, 33, 130)):
+        a, b = rand(rng, lead + (m, k), dtype), rand(rng, (k, n), dtype)
+        c = rand(rng, lead + (m, n), dtype)
+        for cc in (None, c):
+            got, idx = tg.matmul(a, b, name, c=cc, return_argmax=True, backend=backend)
+            want, want_idx = ref_matmul(a, b, name, cc)
+            np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(idx, want_idx)

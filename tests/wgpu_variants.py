@@ -84,7 +84,7 @@ def _kernel_choices() -> set[tuple[str, tuple, bool]]:
     thresholds (skinny k/n, small/large tile, argmax)."""
     ks = sorted({64, 1024} | set(range(1, gemm.SKINNY_K + 2)))
     ns = sorted({127, 128, 1024, 4096} | set(range(1, gemm.SKINNY_N + 2)))
-    ms = [1, 127, 128, 1024, 1 << 13, 1 << 21]
+    ms = [1, 127, 128, 1024, 1 << 13, 1 << 21]  # the wide kernel's m is a run-time value
     out = set()
     for argmax in (False, True):
         for m in ms:
@@ -92,8 +92,9 @@ def _kernel_choices() -> set[tuple[str, tuple, bool]]:
                 for k in ks:
                     # workgroup memory for two k-tiles of the big tile, or not (PF=1 fallback)
                     for storage in (1 << 14, 1 << 16):
-                        kname, kp = gemm.choose_kernel(m, n, k, argmax, storage)
-                        out.add((kname, tuple(sorted(kp.items())), argmax))
+                        for by_tile in ((False, True) if argmax else (None,)):
+                            kname, kp = gemm.choose_kernel(m, n, k, argmax, storage, by_tile)
+                            out.add((kname, tuple(sorted(kp.items())), argmax))
     return out
 
 
@@ -114,6 +115,8 @@ def gemm_variants() -> list[Variant]:
                         continue
                     for has_c in (False, True):
                         out.append(_v(kname, **code.params(), **dict(kp), HAS_C=has_c))
+                    if dict(kp).get("AT"):  # the argmax by k-tile's second pass
+                        out.append(_v("gemm_argfix", **code.params(), BK=dict(kp)["BK"], WG=WG))
     return out
 
 

@@ -30,6 +30,8 @@ $$ endif
 $$ endif
 
 fn pad_b() -> T { return {{ ONE }}; }
+$$ set AT = ARGMAX and AT|default(false)
+$$ set PAIR = ARGMAX and not AT
 $$ set NTX = BN // TN
 $$ set NTY = BM // TM
 $$ set NT = NTX * NTY
@@ -102,6 +104,15 @@ $$ endfor
 $$- endmacro
 
 $$ macro compute(abuf, bbuf)
+$$ if AT
+        // AT: a plain ⊕ over each k-tile (two instructions a pair), folded into the running best
+        // with the k-tile's index once per tile; gemm_argfix finds the k inside the winning tile
+$$ for i in range(TM)
+$$ for j in range(TN4)
+        tacc_{{ i }}_{{ j }} = V(zero());
+$$ endfor
+$$ endfor
+$$ endif
 $$ for kk in range(BK)
         {
 $$ for q in range(TM4)
@@ -113,12 +124,14 @@ $$ endfor
 $$ for j in range(TN4)
             let b{{ j }} = Bs[{{ bbuf }} + {{ kk * BN4 + j * NTX }}u + tx];
 $$ endfor
-$$ if ARGMAX
+$$ if PAIR
             let kv{{ kk }} = vec4<i32>(i32(k0 + {{ kk }}u));
 $$ endif
 $$ for i in range(TM)
 $$ for j in range(TN4)
-$$ if ARGMAX
+$$ if AT
+            tacc_{{ i }}_{{ j }} = add4(tacc_{{ i }}_{{ j }}, mul4(a{{ i }}, b{{ j }}));
+$$ elif PAIR
             {
                 let v = mul4(a{{ i }}, b{{ j }});
                 let bt = better4(v, acc_{{ i }}_{{ j }});
@@ -132,6 +145,20 @@ $$ endfor
 $$ endfor
         }
 $$ endfor
+$$ if AT
+        {
+            let kt = vec4<i32>(i32(t));
+$$ for i in range(TM)
+$$ for j in range(TN4)
+            {
+                let bt = better4(tacc_{{ i }}_{{ j }}, acc_{{ i }}_{{ j }});
+                acc_{{ i }}_{{ j }} = select(acc_{{ i }}_{{ j }}, tacc_{{ i }}_{{ j }}, bt);
+                idx_{{ i }}_{{ j }} = select(idx_{{ i }}_{{ j }}, kt, bt);
+            }
+$$ endfor
+$$ endfor
+        }
+$$ endif
 $$- endmacro
 
 @compute @workgroup_size({{ NT }})
@@ -147,6 +174,9 @@ $$ for j in range(TN4)
     var acc_{{ i }}_{{ j }} = V(zero());
 $$ if ARGMAX
     var idx_{{ i }}_{{ j }} = vec4<i32>(-1i);
+$$ endif
+$$ if AT
+    var tacc_{{ i }}_{{ j }}: V;
 $$ endif
 $$ endfor
 $$ endfor

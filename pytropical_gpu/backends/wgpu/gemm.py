@@ -27,6 +27,9 @@ from .templating import WGSL_TYPES, literal
 TILE = {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "PF": 0}
 #: a smaller tile for mid-sized problems (more workgroups; 1024^3: 14.3 TOPS, BK=8 13.0)
 TILE_SMALL = {"BM": 64, "BN": 64, "BK": 16, "TM": 4, "TN": 4, "PF": 0}
+#: argmax by k-tile (AT): the tiled kernel folds each k-tile's plain ⊕ into the running best with the
+#: tile's index, and ``gemm_argfix`` finds the k inside the winning tile (off until timed on a GPU)
+ARGMAX_BY_TILE = False
 #: skinny kernel: rows of A per thread (2,097,152 x 4 x 4 on an H200: 1 to 4 within 3 %)
 SKINNY_RPT = 1
 SKINNY_K = 16
@@ -110,19 +113,22 @@ def tile_storage(kp: dict) -> int:
     return (kp["BM"] + kp["BN"]) * kp["BK"] * 4 * (2 if kp["PF"] == 2 else 1)
 
 
-def choose_kernel(m: int, n: int, k: int, argmax: bool,
-                  wg_storage: int = 16384) -> tuple[str, dict]:
+def choose_kernel(m: int, n: int, k: int, argmax: bool, wg_storage: int = 16384,
+                  by_tile: bool | None = None) -> tuple[str, dict]:
     """Template and parameters for an (m, k) x (k, n) GEMM; ``wg_storage``: the device's workgroup
-    memory limit (a tile that needs more prefetches into registers only, PF=1)."""
+    memory limit (a tile that needs more prefetches into registers only, PF=1); ``by_tile``: the
+    tiled argmax by k-tile (default :data:`ARGMAX_BY_TILE`)."""
     if argmax:
         if k <= SKINNY_K and n <= SKINNY_N:
             return "gemm_simple", {"ARGMAX": True, "KCONST": k, "WG": WG}
         kp = dict(TILE_SMALL, ARGMAX=True)
+        if ARGMAX_BY_TILE if by_tile is None else by_tile:
+            kp["AT"] = True
     elif k <= SKINNY_K and n <= SKINNY_N:
         return "gemm_skinny", {"K": k, "N": n, "WG": WG, "RPT": SKINNY_RPT,
                                "AV": k % 4 == 0, "DV": n % 4 == 0}
     elif 1 <= m <= WIDE_M and 1 <= k <= SKINNY_K and n % 4 == 0:
-        return "gemm_wide", {"M": m, "K": k, "WG": WG, "BV": True, "DV": True}
+        return "gemm_wide", {"MMAX": WIDE_M, "K": k, "WG": WG, "BV": True, "DV": True}
     elif m * n <= (1 << 20) or min(m, n) < 128:
         kp = dict(TILE_SMALL, ARGMAX=False)
     else:
@@ -207,6 +213,8 @@ def gemm(eng: Engine, a: np.ndarray, b: np.ndarray, sr: Semiring, c, argmax: boo
         b_bs = k * nn if bbuf.shape[0] > 1 else 0
         c_bs = mm * nn if (cbk is not None and cbk.shape[0] > 1) else 0
         cmds = [make_dispatch(eng, pipe, kname, kp, binds, mm, nn, k, nbat, a_bs, b_bs, c_bs)]
+        if kp.get("AT"):  # the argmax by k-tile's second pass (same bindings A, B, D, I)
+            cmds.append(argfix_dispatch(eng, code, kp, binds[:4], mm, nn, k, nbat, a_bs, b_bs))
         outs = [(dbuf, dt, (nbat, mm, nn))] + ([(ibuf, np.int32, (nbat, mm, nn))] if argmax else [])
         if keep and whole:  # the whole result in one block: it stays where the kernel wrote it,
             st = stats.record(eng, dbuf, dt, nbat * mm * nn)  # its facts computed beside it
@@ -238,6 +246,14 @@ def make_dispatch(eng: Engine, pipe, kname: str, kp: dict, binds, m: int, n: int
         groups = (gx, gy, nbat)
         params = pack_params(m, n, k, a_bs, b_bs, c_bs, m * n, gx)
     return eng.dispatch(pipe, binds, groups, params)
+
+
+def argfix_dispatch(eng: Engine, code: SemiringCode, kp: dict, binds, m: int, n: int, k: int,
+                    nbat: int = 1, a_bs: int = 0, b_bs: int = 0):
+    """The second pass of an AT argmax (bindings A, B, D, I): each output's k inside its k-tile."""
+    pipe = eng.pipeline("gemm_argfix", **code.params(), BK=kp["BK"], WG=WG)
+    gx, gy, _ = eng.grid(-(-(m * n) // WG))
+    return eng.dispatch(pipe, binds, (gx, gy, nbat), pack_params(m, n, k, a_bs, b_bs, 0, m * n, gx))
 
 
 def gemm_u64(eng: Engine, a, b, sr, c):
