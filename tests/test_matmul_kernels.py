@@ -52,15 +52,19 @@ def test_kernel_families_batched(backend, rng, shape):
                                   ref_matmul(a[:1], b2, "max_plus")[0])
 
 
+@pytest.mark.parametrize("by_tile", [True, False], ids=["by_k_tile", "per_pair"])
 @pytest.mark.parametrize("name", ["min_plus", "max_plus", "max_min", "min_times"])
 @pytest.mark.parametrize("dtype", ["float32", "int32"])
-def test_argmax_by_k_tile_matches_reference(backend, rng, monkeypatch, name, dtype):
-    """The tiled argmax by k-tile (wgpu's ``gemm.ARGMAX_BY_TILE``: a plain ⊕ per k-tile, then a second
-    pass inside the winning tile): values, smallest k on ties, -1 where ``c`` wins, batches."""
+def test_tiled_argmax_matches_reference(backend, rng, monkeypatch, by_tile, name, dtype):
+    """Both tiled argmax kernels (wgpu's ``gemm.ARGMAX_BY_TILE``: a plain ⊕ per k-tile then a second
+    pass inside the winning tile, or a compare and two selects per pair): values, smallest k on
+    ties, -1 where ``c`` wins, batches."""
     if backend == "wgpu":
         from pytropical_gpu.backends.wgpu import gemm
 
-        monkeypatch.setattr(gemm, "ARGMAX_BY_TILE", True)
+        monkeypatch.setattr(gemm, "ARGMAX_BY_TILE", by_tile)
+    elif not by_tile:
+        pytest.skip("one kernel choice outside wgpu")
     for lead, m, k, n in (((), 70, 100, 67), ((2,), 33, 17, 40), ((), 5, 33, 130)):
         a, b = rand(rng, lead + (m, k), dtype), rand(rng, (k, n), dtype)
         c = rand(rng, lead + (m, n), dtype)

@@ -105,8 +105,11 @@ def bench_gemm(eng, dev, cp, progress, quick, rows, extra):
     kname, kp = gemm.choose_kernel(sz, sz, sz, True)
     pipe = eng.pipeline(kname, **code.params(), **kp, HAS_C=False)
     A, B, D, I = eng.upload(a), eng.upload(b), eng.alloc(sz * sz * 4), eng.alloc(sz * sz * 4)
-    disp = gemm.make_dispatch(eng, pipe, kname, kp, [x.binding() for x in (A, B, D, I)], sz, sz, sz)
-    eng.submit([disp])
+    binds = [x.binding() for x in (A, B, D, I)]
+    disp = [gemm.make_dispatch(eng, pipe, kname, kp, binds, sz, sz, sz)]
+    if kp.get("AT"):  # argmax by k-tile: the second pass belongs to the timed work
+        disp.append(gemm.argfix_dispatch(eng, code, kp, binds, sz, sz, sz))
+    eng.submit(disp)
     got_d, got_i = eng.download(D, np.float32, (sz, sz)), eng.download(I, np.int32, (sz, sz))
     ri = rng.choice(sz, 8, replace=False)
     t3 = a[ri][:, :, None] + b[None]

@@ -3,7 +3,8 @@
 Four templates: ``gemm_tiled`` (register-blocked, vec4 accumulators, unrolled k-tile: the
 throughput path), ``gemm_skinny`` (m >> n, k <= 16: one thread per row, B in workgroup memory, no
 padding to a big tile), its mirror ``gemm_wide`` (m, k <= 16, n >> m: four columns per thread, A
-in workgroup memory) and ``gemm_simple`` (one thread per output; small argmax GEMMs).
+in workgroup memory) and ``gemm_simple`` (one thread per output; small argmax GEMMs);
+``gemm_argfix`` is the second pass of the tiled argmax by k-tile.
 Work larger than one storage binding
 or one dispatch runs as several blocks (batch entries x row blocks x column blocks).
 """
@@ -28,8 +29,10 @@ TILE = {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "PF": 0}
 #: a smaller tile for mid-sized problems (more workgroups; 1024^3: 14.3 TOPS, BK=8 13.0)
 TILE_SMALL = {"BM": 64, "BN": 64, "BK": 16, "TM": 4, "TN": 4, "PF": 0}
 #: argmax by k-tile (AT): the tiled kernel folds each k-tile's plain ⊕ into the running best with the
-#: tile's index, and ``gemm_argfix`` finds the k inside the winning tile (off until timed on a GPU)
-ARGMAX_BY_TILE = False
+#: tile's index, and ``gemm_argfix`` finds the k inside the winning tile; False: a compare and two
+#: selects per pair (lavapipe 512^3: 66 ms against 149, no argmax 64; H200: to be timed, see
+#: benchmarks/results/wgpu_gemm_notes.md)
+ARGMAX_BY_TILE = True
 #: skinny kernel: rows of A per thread (2,097,152 x 4 x 4 on an H200: 1 to 4 within 3 %)
 SKINNY_RPT = 1
 SKINNY_K = 16
