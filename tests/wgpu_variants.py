@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pytropical_gpu.backends.wgpu import boolean, gemm, templating, vsa_search
+from pytropical_gpu.backends.wgpu import boolean, gemm, templating, vsa, vsa_search
 from pytropical_gpu.backends.wgpu.engine import WG
 from pytropical_gpu.semirings import Semiring, get_semiring, semiring_names
 
@@ -84,14 +84,17 @@ def _kernel_choices() -> set[tuple[str, tuple, bool]]:
     thresholds (skinny k/n, small/large tile, argmax)."""
     ks = sorted({64, 1024} | set(range(1, gemm.SKINNY_K + 2)))
     ns = sorted({127, 128, 1024, 4096} | set(range(1, gemm.SKINNY_N + 2)))
-    ms = [1, 127, 128, 1024, 1 << 13, 1 << 21]
+    ms = [1, 127, 128, 1024, 1 << 13, 1 << 21]  # the wide kernel's m is a run-time value
     out = set()
     for argmax in (False, True):
         for m in ms:
             for n in ns:
                 for k in ks:
-                    kname, kp = gemm.choose_kernel(m, n, k, argmax)
-                    out.add((kname, tuple(sorted(kp.items())), argmax))
+                    # workgroup memory for two k-tiles of the big tile, or not (PF=1 fallback)
+                    for storage in (1 << 14, 1 << 16):
+                        for by_tile in ((False, True) if argmax else (None,)):
+                            kname, kp = gemm.choose_kernel(m, n, k, argmax, storage, by_tile)
+                            out.add((kname, tuple(sorted(kp.items())), argmax))
     return out
 
 
@@ -112,6 +115,8 @@ def gemm_variants() -> list[Variant]:
                         continue
                     for has_c in (False, True):
                         out.append(_v(kname, **code.params(), **dict(kp), HAS_C=has_c))
+                    if dict(kp).get("AT"):  # the argmax by k-tile's second pass
+                        out.append(_v("gemm_argfix", **code.params(), BK=dict(kp)["BK"], WG=WG))
     return out
 
 
@@ -120,7 +125,9 @@ def boolean_variants() -> list[Variant]:
 
 
 def vsa_variants() -> list[Variant]:
-    out = [_v("vsa_elementwise", OP="bind", BITS=0, WG=WG), _v("vsa_dot"), _v("vsa_permute", WG=WG)]
+    vecs = (False, True)  # vec4 elements when the word count is a multiple of 4
+    out = [_v("vsa_elementwise", OP="bind", BITS=0, WG=WG, VEC=v, PER=vsa.EW_PER) for v in vecs]
+    out += [_v("vsa_dot", VEC=v, UNROLL=vsa.DOT_UNROLL) for v in vecs] + [_v("vsa_permute", WG=WG)]
     out += [_v("vsa_nnz", WG=WG)]
     out += [_v("facts", KIND=k, ONE=one, WG=WG)  # the facts of resident GEMM results
             for k in ("f32", "i32", "u32") for one in (False, True)]
@@ -128,7 +135,8 @@ def vsa_variants() -> list[Variant]:
     out += [_v("vsa_search_dot", **vsa_search.dot_params(qb)) for qb in vsa_search.query_blocks()]
     out += [_v("vsa_bundle", WIDTH=w, WG=WG) for w in BUNDLE_WIDTHS]
     for bits in range(1, MAX_BITS + 1):
-        out += [_v("vsa_elementwise", OP=op, BITS=bits, WG=WG) for op in ("accumulate", "harden")]
+        out += [_v("vsa_elementwise", OP=op, BITS=bits, WG=WG, VEC=v, PER=vsa.EW_PER)
+                for op in ("accumulate", "harden") for v in vecs]
     return out
 
 

@@ -1,6 +1,10 @@
 // Register-blocked semiring GEMM: D[b] = (C[b] ⊕) A[b] ⊗ B[b].
 // Workgroup tile BM x BN, k-tile BK, each thread TM x TN outputs held in vec4 accumulators; the
 // k-tile body is generated fully unrolled (no dynamically indexed private arrays).
+// A thread's vec4 columns (rows) are BN/TN (BM/TM) vec4 apart, so a warp's workgroup-memory reads
+// are consecutive (no bank conflicts). PF: 0 loads then computes each k-tile; 1 prefetches the
+// next k-tile into registers while computing; 2 does that into a second workgroup buffer (one
+// barrier per k-tile). On an H200 PF=0 is as fast as either (benchmarks/results/wgpu_gemm_notes.md).
 // Guards, padding and tile choice follow KERNELS.md at the repository root (as cuda/ does).
 {$ include "gemm_common.wgsl" $}
 $$ set nb = 4
@@ -26,90 +30,108 @@ $$ endif
 $$ endif
 
 fn pad_b() -> T { return {{ ONE }}; }
-$$ set NT = (BM // TM) * (BN // TN)
+$$ set AT = ARGMAX and AT|default(false)
+$$ set PAIR = ARGMAX and not AT
+$$ set NTX = BN // TN
+$$ set NTY = BM // TM
+$$ set NT = NTX * NTY
 $$ set TN4 = TN // 4
+$$ set TM4 = TM // 4
 $$ set BN4 = BN // 4
 $$ set BM4 = BM // 4
-var<workgroup> As: array<V, {{ BK * BM4 }}>;
-var<workgroup> Bs: array<V, {{ BK * BN4 }}>;
+$$ set NBUF = 2 if PF == 2 else 1
+$$ set SA = BK * BM4
+$$ set SB = BK * BN4
+$$ set NLA = (BM4 * BK + NT - 1) // NT
+$$ set NUA = BM4 * BK
+$$ set NLB = (BN4 * BK + NT - 1) // NT
+$$ set NUB = BN4 * BK
+var<workgroup> As: array<V, {{ SA * NBUF }}>;
+var<workgroup> Bs: array<V, {{ SB * NBUF }}>;
 
-@compute @workgroup_size({{ NT }})
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let row0 = wg.y * {{ BM }}u;
-    let col0 = wg.x * {{ BN }}u;
-    let abase = wg.z * P.a_bs;
-    let bbase = wg.z * P.b_bs;
-    let tx = lid % {{ BN // TN }}u;
-    let ty = lid / {{ BN // TN }}u;
-    let arow = ty * {{ TM }}u;
-    let arow4 = ty * {{ TM // 4 }}u;
-    let bcol4 = tx * {{ TN4 }}u;
-$$ for i in range(TM)
-$$ for j in range(TN4)
-    var acc_{{ i }}_{{ j }} = V(zero());
-$$ if ARGMAX
-    var idx_{{ i }}_{{ j }} = vec4<i32>(-1i);
-$$ endif
-$$ endfor
-$$ endfor
-    for (var k0 = 0u; k0 < P.k; k0 = k0 + {{ BK }}u) {
-        // A tile (BM x BK) -> As[kk * BM4 + r / 4] as vec4 of 4 rows; padding: A = zero, B = one, so pad ⊗ pad = zero
-$$ for l in range((BM4 * BK + NT - 1) // NT)
-        if ({{ "true" if (l + 1) * NT <= BM4 * BK else "lid < %du" % (BM4 * BK - l * NT) }}) {
+$$ macro guard(l, per, total)
+{{ "true" if (l + 1) * per <= total else "lid < %du" % (total - l * per) }}
+$$- endmacro
+
+$$ macro load_tile(k0)
+        // global -> registers; padding: A = zero, B = one, so pad ⊗ pad = zero
+$$ for l in range(NLA)
+        if ({{ guard(l, NT, NUA) }}) {
             let e = lid + {{ l * NT }}u;
-            let kk = e % {{ BK }}u;
+            let gk = {{ k0 }} + e % {{ BK }}u;
             let r = row0 + (e / {{ BK }}u) * 4u;
-            let gk = k0 + kk;
-            var v = V(zero());
+            la{{ l }} = V(zero());
             if (gk < P.k) {
                 let o = abase + r * P.k + gk;
-                if (r < P.m) { v.x = A[o]; }
-                if (r + 1u < P.m) { v.y = A[o + P.k]; }
-                if (r + 2u < P.m) { v.z = A[o + 2u * P.k]; }
-                if (r + 3u < P.m) { v.w = A[o + 3u * P.k]; }
+                if (r < P.m) { la{{ l }}.x = A[o]; }
+                if (r + 1u < P.m) { la{{ l }}.y = A[o + P.k]; }
+                if (r + 2u < P.m) { la{{ l }}.z = A[o + 2u * P.k]; }
+                if (r + 3u < P.m) { la{{ l }}.w = A[o + 3u * P.k]; }
             }
-            As[kk * {{ BM4 }}u + e / {{ BK }}u] = v;
         }
 $$ endfor
-        // B tile (BK x BN) -> Bs[kk * BN4 + c4] as vec4
-$$ for l in range((BN4 * BK + NT - 1) // NT)
-        if ({{ "true" if (l + 1) * NT <= BN4 * BK else "lid < %du" % (BN4 * BK - l * NT) }}) {
+$$ for l in range(NLB)
+        if ({{ guard(l, NT, NUB) }}) {
             let e = lid + {{ l * NT }}u;
-            let kk = e / {{ BN4 }}u;
+            let gk = {{ k0 }} + e / {{ BN4 }}u;
             let c = col0 + (e % {{ BN4 }}u) * 4u;
-            let gk = k0 + kk;
-            var v = V(pad_b());
+            lb{{ l }} = V(pad_b());
             if (gk < P.k) {
                 let o = bbase + gk * P.n + c;
                 if (c + 3u < P.n) {
-                    v = V(B[o], B[o + 1u], B[o + 2u], B[o + 3u]);
+                    lb{{ l }} = V(B[o], B[o + 1u], B[o + 2u], B[o + 3u]);
                 } else {
-                    if (c < P.n) { v.x = B[o]; }
-                    if (c + 1u < P.n) { v.y = B[o + 1u]; }
-                    if (c + 2u < P.n) { v.z = B[o + 2u]; }
+                    if (c < P.n) { lb{{ l }}.x = B[o]; }
+                    if (c + 1u < P.n) { lb{{ l }}.y = B[o + 1u]; }
+                    if (c + 2u < P.n) { lb{{ l }}.z = B[o + 2u]; }
                 }
             }
-            Bs[e] = v;
         }
 $$ endfor
-        workgroupBarrier();
+$$- endmacro
+
+$$ macro store_tile(abuf, bbuf)
+        // registers -> workgroup memory: As[kk * BM4 + r / 4] holds rows r..r+3 at k-offset kk
+$$ for l in range(NLA)
+        if ({{ guard(l, NT, NUA) }}) {
+            let e = lid + {{ l * NT }}u;
+            As[{{ abuf }} + (e % {{ BK }}u) * {{ BM4 }}u + e / {{ BK }}u] = la{{ l }};
+        }
+$$ endfor
+$$ for l in range(NLB)
+        if ({{ guard(l, NT, NUB) }}) { Bs[{{ bbuf }} + lid + {{ l * NT }}u] = lb{{ l }}; }
+$$ endfor
+$$- endmacro
+
+$$ macro compute(abuf, bbuf)
+$$ if AT
+        // AT: a plain ⊕ over each k-tile (two instructions a pair), folded into the running best
+        // with the k-tile's index once per tile; gemm_argfix finds the k inside the winning tile
+$$ for i in range(TM)
+$$ for j in range(TN4)
+        tacc_{{ i }}_{{ j }} = V(zero());
+$$ endfor
+$$ endfor
+$$ endif
 $$ for kk in range(BK)
         {
-$$ for q in range(TM // 4)
-            let aq{{ q }} = As[{{ kk * BM4 + q }}u + arow4];
+$$ for q in range(TM4)
+            let aq{{ q }} = As[{{ abuf }} + {{ kk * BM4 + q * NTY }}u + ty];
 $$ endfor
 $$ for i in range(TM)
             let a{{ i }} = V(aq{{ i // 4 }}.{{ "xyzw"[i % 4] }});
 $$ endfor
 $$ for j in range(TN4)
-            let b{{ j }} = Bs[{{ kk * BN4 + j }}u + bcol4];
+            let b{{ j }} = Bs[{{ bbuf }} + {{ kk * BN4 + j * NTX }}u + tx];
 $$ endfor
-$$ if ARGMAX
+$$ if PAIR
             let kv{{ kk }} = vec4<i32>(i32(k0 + {{ kk }}u));
 $$ endif
 $$ for i in range(TM)
 $$ for j in range(TN4)
-$$ if ARGMAX
+$$ if AT
+            tacc_{{ i }}_{{ j }} = add4(tacc_{{ i }}_{{ j }}, mul4(a{{ i }}, b{{ j }}));
+$$ elif PAIR
             {
                 let v = mul4(a{{ i }}, b{{ j }});
                 let bt = better4(v, acc_{{ i }}_{{ j }});
@@ -123,20 +145,107 @@ $$ endfor
 $$ endfor
         }
 $$ endfor
+$$ if AT
+        {
+            let kt = vec4<i32>(i32(t));
+$$ for i in range(TM)
+$$ for j in range(TN4)
+            {
+                let bt = better4(tacc_{{ i }}_{{ j }}, acc_{{ i }}_{{ j }});
+                acc_{{ i }}_{{ j }} = select(acc_{{ i }}_{{ j }}, tacc_{{ i }}_{{ j }}, bt);
+                idx_{{ i }}_{{ j }} = select(idx_{{ i }}_{{ j }}, kt, bt);
+            }
+$$ endfor
+$$ endfor
+        }
+$$ endif
+$$- endmacro
+
+@compute @workgroup_size({{ NT }})
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let row0 = wg.y * {{ BM }}u;
+    let col0 = wg.x * {{ BN }}u;
+    let abase = wg.z * P.a_bs;
+    let bbase = wg.z * P.b_bs;
+    let tx = lid % {{ NTX }}u;
+    let ty = lid / {{ NTX }}u;
+$$ for i in range(TM)
+$$ for j in range(TN4)
+    var acc_{{ i }}_{{ j }} = V(zero());
+$$ if ARGMAX
+    var idx_{{ i }}_{{ j }} = vec4<i32>(-1i);
+$$ endif
+$$ if AT
+    var tacc_{{ i }}_{{ j }}: V;
+$$ endif
+$$ endfor
+$$ endfor
+$$ for l in range(NLA)
+    var la{{ l }}: V;
+$$ endfor
+$$ for l in range(NLB)
+    var lb{{ l }}: V;
+$$ endfor
+    let ntiles = (P.k + {{ BK - 1 }}u) / {{ BK }}u;
+$$ if PF == 0
+    for (var t = 0u; t < ntiles; t = t + 1u) {
+        let k0 = t * {{ BK }}u;
+{{ load_tile("k0") }}
+{{ store_tile("0u", "0u") }}
+        workgroupBarrier();
+{{ compute("0u", "0u") }}
         workgroupBarrier();
     }
+$$ elif PF == 1
+    if (ntiles > 0u) {
+{{ load_tile("0u") }}
+    }
+    for (var t = 0u; t < ntiles; t = t + 1u) {
+        let k0 = t * {{ BK }}u;
+{{ store_tile("0u", "0u") }}
+        workgroupBarrier();
+        if (t + 1u < ntiles) {
+{{ load_tile("k0 + %du" % BK) }}
+        }
+{{ compute("0u", "0u") }}
+        workgroupBarrier();
+    }
+$$ else
+    if (ntiles > 0u) {
+{{ load_tile("0u") }}
+{{ store_tile("0u", "0u") }}
+    }
+    workgroupBarrier();
+    for (var t = 0u; t < ntiles; t = t + 1u) {
+        let k0 = t * {{ BK }}u;
+        let cur = t & 1u;
+        let more = t + 1u < ntiles;
+        if (more) {
+{{ load_tile("k0 + %du" % BK) }}
+        }
+        let ca = cur * {{ SA }}u;
+        let cb = cur * {{ SB }}u;
+{{ compute("ca", "cb") }}
+        if (more) {
+            let na = {{ SA }}u - ca;
+            let nbb = {{ SB }}u - cb;
+{{ store_tile("na", "nbb") }}
+        }
+        workgroupBarrier();
+    }
+$$ endif
     let dbase = wg.z * P.d_bs;
 $$ if HAS_C
     let cbase = wg.z * P.c_bs;
 $$ endif
 $$ for i in range(TM)
     {
-        let r = row0 + arow + {{ i }}u;
+        let r = row0 + ({{ i // 4 * NTY }}u + ty) * 4u + {{ i % 4 }}u;
         if (r < P.m) {
 $$ for j in range(TN4)
 $$ for c in range(4)
             {
-                let col = col0 + (bcol4 + {{ j }}u) * 4u + {{ c }}u;
+                let col = col0 + ({{ j * NTX }}u + tx) * 4u + {{ c }}u;
                 if (col < P.n) {
                     let o = r * P.n + col;
                     var v = acc_{{ i }}_{{ j }}.{{ "xyzw"[c] }};

@@ -19,8 +19,10 @@ def cupy_or_none():
 
 
 def queue_time(eng, disp, reps, repeats=7, max_time=20.0) -> h.Timing:
-    """Per-dispatch time of ``reps`` identical wgpu dispatches submitted at once, then a wait."""
-    t = h.median_time(lambda: eng.submit([disp] * reps), eng.sync, repeats=repeats, warmup=1,
+    """Per-dispatch time of ``reps`` identical wgpu dispatches submitted at once, then a wait
+    (``disp`` may be a list of dispatches that make up one call: they repeat together)."""
+    cmds = list(disp) if isinstance(disp, (list, tuple)) else [disp]
+    t = h.median_time(lambda: eng.submit(cmds * reps), eng.sync, repeats=repeats, warmup=1,
                       max_time=max_time)
     return h.Timing(t.median / reps, t.q20 / reps, t.q80 / reps, t.n)
 

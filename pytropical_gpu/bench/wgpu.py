@@ -105,8 +105,11 @@ def bench_gemm(eng, dev, cp, progress, quick, rows, extra):
     kname, kp = gemm.choose_kernel(sz, sz, sz, True)
     pipe = eng.pipeline(kname, **code.params(), **kp, HAS_C=False)
     A, B, D, I = eng.upload(a), eng.upload(b), eng.alloc(sz * sz * 4), eng.alloc(sz * sz * 4)
-    disp = gemm.make_dispatch(eng, pipe, kname, kp, [x.binding() for x in (A, B, D, I)], sz, sz, sz)
-    eng.submit([disp])
+    binds = [x.binding() for x in (A, B, D, I)]
+    disp = [gemm.make_dispatch(eng, pipe, kname, kp, binds, sz, sz, sz)]
+    if kp.get("AT"):  # argmax by k-tile: the second pass belongs to the timed work
+        disp.append(gemm.argfix_dispatch(eng, code, kp, binds, sz, sz, sz))
+    eng.submit(disp)
     got_d, got_i = eng.download(D, np.float32, (sz, sz)), eng.download(I, np.int32, (sz, sz))
     ri = rng.choice(sz, 8, replace=False)
     t3 = a[ri][:, :, None] + b[None]
@@ -174,9 +177,7 @@ def bench_vsa(eng, dev, cp, progress, quick, rows, extra):
     h.check("bind pos", op_, (ap & bp) | (an & bn))
     h.check("bind neg", on_, (ap & bn) | (an & bp))
     bufs = [eng.upload(x) for x in (ap, an, bp, bn)] + [eng.alloc(words * 4) for _ in range(2)]
-    pipe = eng.pipeline("vsa_elementwise", OP="bind", BITS=0, WG=WG)
-    gx, gy, _ = eng.grid(-(-words // WG))
-    disp = eng.dispatch(pipe, [b.binding() for b in bufs], (gx, gy, 1), pack_params(words, gx, 0, 0))
+    disp = vsa.elementwise_dispatch(eng, "bind", 0, words, [b.binding() for b in bufs])
     t = queue_time(eng, disp, 20)
     tb = copy_time(eng, 4 * words * 4, 20)
     extra["webgpu_copy_4_planes_ms"] = tb.median * 1e3
@@ -196,13 +197,8 @@ def bench_vsa(eng, dev, cp, progress, quick, rows, extra):
                - np.bitwise_count((ap & bn) | (an & bp)).sum(dtype=np.int64))
     got = int(vsa.dot(eng, ap[None], an[None], bp[None], bn[None])[0, 0])
     h.check("dot", got, want)
-    wpt = vsa._wpt(words)
-    chunks = -(-words // (256 * wpt))
-    res = eng.alloc(chunks * 4)
-    gx, gy, _ = eng.grid(chunks)
-    pipe = eng.pipeline("vsa_dot")
-    disp = eng.dispatch(pipe, [b.binding() for b in bufs[:4]] + [res.binding()], (gx, gy, 1),
-                        pack_params(1, 1, words, chunks, wpt, gx, 0, 0))
+    res = eng.alloc(vsa.dot_plan(words)[3] * 4)
+    disp = vsa.dot_dispatch(eng, [b.binding() for b in bufs[:4]] + [res.binding()], 1, 1, words)
     t = queue_time(eng, disp, 20)
     rows.append(_row("dot", dev, f"{trits} trits", t, trits, "trit", base_name, tb,
                      note=f"{4 * words * 4 / t.median / 1e9:.0f} GB/s read"))

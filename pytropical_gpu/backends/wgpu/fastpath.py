@@ -31,6 +31,7 @@ from ...semirings import get_semiring
 from ...types import TernaryVec
 from . import gemm as _gemm
 from . import stats
+from . import vsa as _vsa
 from .array import WgpuArray, _read, _Storage
 from .engine import WG, pack_params
 from .runtime import Binding, Dispatch
@@ -113,10 +114,8 @@ def bind(be, a, b):
         total = math.prod(shape)
         if total == 0 or total * 4 > eng.max_binding:  # empty, or run in chunks: generic
             return None
-        pipe = eng.pipeline("vsa_elementwise", _key=("bind",), OP="bind", BITS=0, WG=WG)
-        gx, gy, _ = eng.grid(-(-total // WG))
-        rec = recs[key] = (pipe, (gx, gy, 1), pack_params(total, gx, 0, 0), total * 4,
-                           eng.pool._class(total * 4))
+        d = _vsa.elementwise_dispatch(eng, "bind", 0, total, ())  # the generic path's kernel
+        rec = recs[key] = (d.pipeline, d.groups, d.params, total * 4, eng.pool._class(total * 4))
         eng.count("fast_records")
     pipe, groups, params, nbytes, cap = rec
     binds = [_operand(eng, x) for x in planes]
@@ -137,7 +136,7 @@ class _GemmRecord:
 
     def __init__(self, eng, sr, dt, m: int, k: int, n: int, special: bool):
         code = _gemm.semiring_code(sr, dt, special)
-        kname, kp = _gemm.choose_kernel(m, n, k, False)
+        kname, kp = _gemm.choose_kernel(m, n, k, False, eng.limits.max_workgroup_storage)
         self.pipe = eng.pipeline(kname, _key=(kname, code, tuple(kp.items()), False),
                                  **code.params(), **kp, HAS_C=False)
         d = _gemm.make_dispatch(eng, self.pipe, kname, kp, (), m, n, k, 1, 0, 0, 0)
@@ -157,7 +156,7 @@ class _GemmRecord:
 
 def _whole(eng, sr, dt, m: int, k: int, n: int) -> bool:
     """One dispatch covers the product (what the generic path calls ``whole``)."""
-    kname, kp = _gemm.choose_kernel(m, n, k, False)
+    kname, kp = _gemm.choose_kernel(m, n, k, False, eng.limits.max_workgroup_storage)
     wmax = eng.limits.max_workgroups_per_dim
     ok = max(m * k, k * n, m * n) * dt.itemsize <= eng.max_binding
     if kname == "gemm_tiled":

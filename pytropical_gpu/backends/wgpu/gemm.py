@@ -1,8 +1,10 @@
 """Semiring GEMM on WGSL: kernel selection, parameters, and tiling beyond one binding/dispatch.
 
-Three templates: ``gemm_tiled`` (register-blocked, vec4 accumulators, unrolled k-tile: the
+Four templates: ``gemm_tiled`` (register-blocked, vec4 accumulators, unrolled k-tile: the
 throughput path), ``gemm_skinny`` (m >> n, k <= 16: one thread per row, B in workgroup memory, no
-padding to a big tile) and ``gemm_simple`` (one thread per output; the argmax kernel).
+padding to a big tile), its mirror ``gemm_wide`` (m, k <= 16, n >> m: four columns per thread, A
+in workgroup memory) and ``gemm_simple`` (one thread per output; small argmax GEMMs);
+``gemm_argfix`` is the second pass of the tiled argmax by k-tile.
 Work larger than one storage binding
 or one dispatch runs as several blocks (batch entries x row blocks x column blocks).
 """
@@ -21,12 +23,22 @@ from .engine import WG, Engine, pack_params
 from .readback import finish, resident, upload_result
 from .templating import WGSL_TYPES, literal
 
-#: the big tile (min_plus f32 8192^3 on an H200 through Vulkan: 20.6 TOPS; BK=8 gave 19.6)
-TILE = {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8}
-#: a smaller tile for mid-sized problems (more workgroups)
-TILE_SMALL = {"BM": 64, "BN": 64, "BK": 8, "TM": 4, "TN": 4}
+#: the big tile (min_plus f32 8192^3 on an H200 through Vulkan: 22.5 TOPS, GPU timestamps;
+#: every variant measured: benchmarks/results/wgpu_gemm_notes.md)
+TILE = {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "PF": 0}
+#: a smaller tile for mid-sized problems (more workgroups; 1024^3: 14.3 TOPS, BK=8 13.0)
+TILE_SMALL = {"BM": 64, "BN": 64, "BK": 16, "TM": 4, "TN": 4, "PF": 0}
+#: argmax by k-tile (AT): the tiled kernel folds each k-tile's plain ⊕ into the running best with the
+#: tile's index, and ``gemm_argfix`` finds the k inside the winning tile; False: a compare and two
+#: selects per pair (lavapipe 512^3: 66 ms against 149, no argmax 64; H200: to be timed, see
+#: benchmarks/results/wgpu_gemm_notes.md)
+ARGMAX_BY_TILE = True
+#: skinny kernel: rows of A per thread (2,097,152 x 4 x 4 on an H200: 1 to 4 within 3 %)
+SKINNY_RPT = 1
 SKINNY_K = 16
 SKINNY_N = 16
+#: the wide kernel (m <= WIDE_M, k <= SKINNY_K, n a multiple of 4): the skinny kernel's mirror
+WIDE_M = 16
 
 _ADD = {"min": "min(a, b)", "max": "max(a, b)", "plus": "a + b", "bor": "a | b", "bxor": "a ^ b"}
 _MUL = {"plus": "a + b", "times": "a * b", "max": "max(a, b)", "min": "min(a, b)", "band": "a & b"}
@@ -99,16 +111,34 @@ def _semiring_code(sr: Semiring, dt: np.dtype, special: bool) -> SemiringCode:
     return SemiringCode(T, zero, one, _ADD[sr.add_op], _MUL[sr.mul_op], guard, False, sr.add_op)
 
 
-def choose_kernel(m: int, n: int, k: int, argmax: bool) -> tuple[str, dict]:
+def tile_storage(kp: dict) -> int:
+    """Workgroup memory (bytes) of a ``gemm_tiled`` configuration (PF=2 keeps two k-tiles)."""
+    return (kp["BM"] + kp["BN"]) * kp["BK"] * 4 * (2 if kp["PF"] == 2 else 1)
+
+
+def choose_kernel(m: int, n: int, k: int, argmax: bool, wg_storage: int = 16384,
+                  by_tile: bool | None = None) -> tuple[str, dict]:
+    """Template and parameters for an (m, k) x (k, n) GEMM; ``wg_storage``: the device's workgroup
+    memory limit (a tile that needs more prefetches into registers only, PF=1); ``by_tile``: the
+    tiled argmax by k-tile (default :data:`ARGMAX_BY_TILE`)."""
     if argmax:
         if k <= SKINNY_K and n <= SKINNY_N:
             return "gemm_simple", {"ARGMAX": True, "KCONST": k, "WG": WG}
-        return "gemm_tiled", dict(TILE_SMALL, ARGMAX=True)
-    if k <= SKINNY_K and n <= SKINNY_N:
-        return "gemm_skinny", {"K": k, "N": n, "WG": WG}
-    if m * n <= (1 << 20) or min(m, n) < 128:
-        return "gemm_tiled", dict(TILE_SMALL, ARGMAX=False)
-    return "gemm_tiled", dict(TILE, ARGMAX=False)
+        kp = dict(TILE_SMALL, ARGMAX=True)
+        if ARGMAX_BY_TILE if by_tile is None else by_tile:
+            kp["AT"] = True
+    elif k <= SKINNY_K and n <= SKINNY_N:
+        return "gemm_skinny", {"K": k, "N": n, "WG": WG, "RPT": SKINNY_RPT,
+                               "AV": k % 4 == 0, "DV": n % 4 == 0}
+    elif 1 <= m <= WIDE_M and 1 <= k <= SKINNY_K and n % 4 == 0:
+        return "gemm_wide", {"MMAX": WIDE_M, "K": k, "WG": WG, "BV": True, "DV": True}
+    elif m * n <= (1 << 20) or min(m, n) < 128:
+        kp = dict(TILE_SMALL, ARGMAX=False)
+    else:
+        kp = dict(TILE, ARGMAX=False)
+    if kp["PF"] == 2 and tile_storage(kp) > wg_storage:
+        kp["PF"] = 1
+    return "gemm_tiled", kp
 
 
 def gemm(eng: Engine, a: np.ndarray, b: np.ndarray, sr: Semiring, c, argmax: bool,
@@ -129,7 +159,7 @@ def gemm(eng: Engine, a: np.ndarray, b: np.ndarray, sr: Semiring, c, argmax: boo
     special = (sr.guarded and eng.recording is not None and not (fa.computed and fb.computed)) \
         or facts.guard_needed(sr, dt, fa, fb)
     code = semiring_code(sr, dt, special)
-    kname, kp = choose_kernel(m, n, k, argmax)
+    kname, kp = choose_kernel(m, n, k, argmax, eng.limits.max_workgroup_storage)
     has_c = c is not None
     pipe = eng.pipeline(kname, _key=(kname, code, tuple(kp.items()), has_c), **code.params(), **kp,
                         HAS_C=has_c)
@@ -145,11 +175,12 @@ def gemm(eng: Engine, a: np.ndarray, b: np.ndarray, sr: Semiring, c, argmax: boo
         plans = [(0, batch, 0, m, 0, n)]
     else:
         nb = n
-        if k * n * item > lim:
-            nb = max(4, (lim // (k * item)) // 4 * 4)
+        tall = max(k, m) if kname == "gemm_wide" else k  # rows of a column block (wide: D's too)
+        if tall * n * item > lim:
+            nb = max(4, (lim // (tall * item)) // 4 * 4)
         if tiled:
             nb = min(nb, wmax * kp["BN"])
-        mb = max(1, min(m, lim // max(k * item, nb * item)))
+        mb = m if kname == "gemm_wide" else max(1, min(m, lim // max(k * item, nb * item)))
         if tiled:
             mb = min(mb, wmax * kp["BM"])
         else:
@@ -185,6 +216,8 @@ def gemm(eng: Engine, a: np.ndarray, b: np.ndarray, sr: Semiring, c, argmax: boo
         b_bs = k * nn if bbuf.shape[0] > 1 else 0
         c_bs = mm * nn if (cbk is not None and cbk.shape[0] > 1) else 0
         cmds = [make_dispatch(eng, pipe, kname, kp, binds, mm, nn, k, nbat, a_bs, b_bs, c_bs)]
+        if kp.get("AT"):  # the argmax by k-tile's second pass (same bindings A, B, D, I)
+            cmds.append(argfix_dispatch(eng, code, kp, binds[:4], mm, nn, k, nbat, a_bs, b_bs))
         outs = [(dbuf, dt, (nbat, mm, nn))] + ([(ibuf, np.int32, (nbat, mm, nn))] if argmax else [])
         if keep and whole:  # the whole result in one block: it stays where the kernel wrote it,
             st = stats.record(eng, dbuf, dt, nbat * mm * nn)  # its facts computed beside it
@@ -210,10 +243,20 @@ def make_dispatch(eng: Engine, pipe, kname: str, kp: dict, binds, m: int, n: int
         groups = (-(-n // kp["BN"]), -(-m // kp["BM"]), nbat)
         params = pack_params(m, n, k, a_bs, b_bs, c_bs, m * n, 0)
     else:
-        gx, gy, _ = eng.grid(-(-(m if kname == "gemm_skinny" else m * n) // WG))
+        per = kp.get("WG", WG) * kp.get("RPT", 1)
+        count = {"gemm_skinny": m, "gemm_wide": n // 4}.get(kname, m * n)
+        gx, gy, _ = eng.grid(-(-count // per))
         groups = (gx, gy, nbat)
         params = pack_params(m, n, k, a_bs, b_bs, c_bs, m * n, gx)
     return eng.dispatch(pipe, binds, groups, params)
+
+
+def argfix_dispatch(eng: Engine, code: SemiringCode, kp: dict, binds, m: int, n: int, k: int,
+                    nbat: int = 1, a_bs: int = 0, b_bs: int = 0):
+    """The second pass of an AT argmax (bindings A, B, D, I): each output's k inside its k-tile."""
+    pipe = eng.pipeline("gemm_argfix", **code.params(), BK=kp["BK"], WG=WG)
+    gx, gy, _ = eng.grid(-(-(m * n) // WG))
+    return eng.dispatch(pipe, binds, (gx, gy, nbat), pack_params(m, n, k, a_bs, b_bs, 0, m * n, gx))
 
 
 def gemm_u64(eng: Engine, a, b, sr, c):

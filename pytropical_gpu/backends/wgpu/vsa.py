@@ -18,13 +18,51 @@ from .readback import download_all, finish, resident, upload_result
 from .vsa_long import chunks as _chunks
 from .vsa_search import SEARCH_RPT, TOPK_MAX, exact_words  # noqa: F401 (the backend's names)
 
+#: elementwise kernels (bind, accumulate, harden): elements (vec4 words where the count allows)
+#: per thread; dot: vec4 elements loaded ahead per thread (see benchmarks/results/wgpu_gemm_notes.md)
+EW_PER = 1
+DOT_UNROLL = 4
+
+
+def _vec_chunk(eng: Engine, planes: int = 1) -> int:
+    """Words per chunk: within one binding for ``planes`` planes, a multiple of 4 (vec4 kernels)."""
+    return max(4, eng.max_binding // (16 * planes) * 4)
+
+
+def elementwise_dispatch(eng: Engine, op: str, bits: int, nwords: int, binds, threshold: int = 0):
+    """The dispatch of ``vsa_elementwise`` over ``nwords`` words per plane (vec4 elements when
+    ``nwords`` is a multiple of 4)."""
+    vec = nwords % 4 == 0
+    units = nwords // 4 if vec else nwords
+    pipe = eng.pipeline("vsa_elementwise", _key=("elementwise", op, bits, vec), OP=op, BITS=bits,
+                        WG=WG, VEC=vec, PER=EW_PER)
+    gx, gy, _ = eng.grid(-(-units // (WG * EW_PER)))
+    return eng.dispatch(pipe, binds, (gx, gy, 1), pack_params(units, gx, threshold, 0))
+
+
+def dot_plan(w: int) -> tuple[bool, int, int, int]:
+    """(vec4, elements per row, elements per thread, chunks per pair) of ``vsa_dot`` on rows of
+    ``w`` words."""
+    vec = w % 4 == 0
+    units = w // 4 if vec else w
+    wpt = _wpt(units)
+    return vec, units, wpt, -(-units // (256 * wpt))
+
+
+def dot_dispatch(eng: Engine, binds, q: int, m: int, w: int):
+    """The dispatch of ``vsa_dot`` for q x m pairs of rows of ``w`` words (one i32 partial per
+    workgroup: ``dot_plan(w)[3]`` per pair)."""
+    vec, units, wpt, chunks = dot_plan(w)
+    pipe = eng.pipeline("vsa_dot", _key=("dot", vec), VEC=vec, UNROLL=DOT_UNROLL)
+    gx, gy, _ = eng.grid(q * m * chunks)
+    return eng.dispatch(pipe, binds, (gx, gy, 1), pack_params(q, m, units, chunks, wpt, gx, 0, 0))
+
 
 def bind(eng: Engine, ap, an, bp, bn):
     shape = ap.shape
     total = ap.size
     keep = resident(ap, an, bp, bn)
-    pipe = eng.pipeline("vsa_elementwise", _key=("bind",), OP="bind", BITS=0, WG=WG)
-    chunks = list(_chunks(total, eng.max_binding // 4))
+    chunks = list(_chunks(total, _vec_chunk(eng)))
     flat = [x if len(chunks) == 1 else  # one chunk: the buffers as they are (no views to make)
             x.reshape(-1) if isinstance(x, WgpuArray) else np.ascontiguousarray(x).reshape(-1)
             for x in (ap, an, bp, bn)]
@@ -32,9 +70,7 @@ def bind(eng: Engine, ap, an, bp, bn):
     for s, e in chunks:
         ins = [eng.upload(x if len(chunks) == 1 else x[s:e]) for x in flat]
         outs = [eng.alloc((e - s) * 4) for _ in range(2)]
-        gx, gy, _ = eng.grid(-(-(e - s) // WG))
-        eng.submit([eng.dispatch(pipe, [b.binding() for b in ins + outs], (gx, gy, 1),
-                                 pack_params(e - s, gx, 0, 0))])
+        eng.submit([elementwise_dispatch(eng, "bind", 0, e - s, [b.binding() for b in ins + outs])])
         if keep and len(chunks) == 1:  # the result stays on the device
             rp, rn = finish(eng, True, *[(o, np.uint32, shape) for o in outs])
             eng.release(*ins)
@@ -74,7 +110,8 @@ def bundle(eng: Engine, p, n, threshold: int):
 
 
 def _wpt(w: int) -> int:
-    return int(min(64, max(1, -(-w // 256))))
+    """Elements per thread of one dot chunk (at most 16: 2^30 trits, H200: 0.121 ms, 64: 0.125)."""
+    return int(min(16, max(1, -(-w // 256))))
 
 
 def dot(eng: Engine, ap, an, bp, bn):
@@ -83,9 +120,7 @@ def dot(eng: Engine, ap, an, bp, bn):
     if long.is_long(eng, w):
         return long.dot_long(eng, ap, an, bp, bn, dot)
     out = np.empty((q, m), np.int64)
-    pipe = eng.pipeline("vsa_dot")
-    wpt = _wpt(w)
-    chunks = -(-w // (256 * wpt))
+    chunks = dot_plan(w)[3]
     lim = eng.max_binding
     rows = max(1, lim // (4 * w))
     wmax = eng.limits.max_workgroups_per_dim
@@ -96,12 +131,9 @@ def dot(eng: Engine, ap, an, bp, bn):
                          (wmax * wmax) // (chunks * (q1 - q0))))
         for m0, m1 in _chunks(m, per):
             mb = [eng.upload(x[m0:m1]) for x in (bp, bn)]
-            nwg = (q1 - q0) * (m1 - m0) * chunks
-            res = eng.alloc(nwg * 4)
-            gx, gy, _ = eng.grid(nwg)
-            eng.submit([eng.dispatch(pipe, [b.binding() for b in qa + mb] + [res.binding()],
-                                     (gx, gy, 1),
-                                     pack_params(q1 - q0, m1 - m0, w, chunks, wpt, gx, 0, 0))])
+            res = eng.alloc((q1 - q0) * (m1 - m0) * chunks * 4)
+            binds = [b.binding() for b in qa + mb] + [res.binding()]
+            eng.submit([dot_dispatch(eng, binds, q1 - q0, m1 - m0, w)])
             part = eng.download(res, np.int32, (q1 - q0, m1 - m0, chunks))
             out[q0:q1, m0:m1] = part.sum(axis=-1, dtype=np.int64)
             eng.release(*mb, res)
@@ -179,14 +211,12 @@ def accumulate(eng: Engine, sign, mag, hp, hn):
     hp, hn = hp.reshape(-1), hn.reshape(-1)
     s_out = np.empty(total, np.uint32)
     m_out = np.empty((bits, total), np.uint32)
-    pipe = eng.pipeline("vsa_elementwise", OP="accumulate", BITS=bits, WG=WG)
-    for s, e in _chunks(total, eng.max_binding // (4 * bits)):
+    for s, e in _chunks(total, _vec_chunk(eng, bits)):
         sb = eng.upload(s_flat[s:e])
         mbuf = eng.upload(np.ascontiguousarray(m_flat[:, s:e]))
         hb = [eng.upload(hp[s:e]), eng.upload(hn[s:e])]
-        gx, gy, _ = eng.grid(-(-(e - s) // WG))
-        eng.submit([eng.dispatch(pipe, [sb.binding(), mbuf.binding()] + [b.binding() for b in hb],
-                                 (gx, gy, 1), pack_params(e - s, gx, 0, 0))])
+        eng.submit([elementwise_dispatch(eng, "accumulate", bits, e - s,
+                                         [sb.binding(), mbuf.binding()] + [b.binding() for b in hb])])
         s_out[s:e], m_out[:, s:e] = download_all(eng, (sb, np.uint32, (e - s,)),
                                                  (mbuf, np.uint32, (bits, e - s)))
         eng.release(sb, mbuf, *hb)
@@ -204,14 +234,13 @@ def harden(eng: Engine, sign, mag, threshold: int):
     s_flat = sign.reshape(-1)
     m_flat = mag.reshape(bits, -1)
     op, on = np.empty(total, np.uint32), np.empty(total, np.uint32)
-    pipe = eng.pipeline("vsa_elementwise", OP="harden", BITS=bits, WG=WG)
-    for s, e in _chunks(total, eng.max_binding // (4 * bits)):
+    for s, e in _chunks(total, _vec_chunk(eng, bits)):
         sb = eng.upload(s_flat[s:e])
         mbuf = eng.upload(np.ascontiguousarray(m_flat[:, s:e]))
         outs = [eng.alloc((e - s) * 4) for _ in range(2)]
-        gx, gy, _ = eng.grid(-(-(e - s) // WG))
-        eng.submit([eng.dispatch(pipe, [sb.binding(), mbuf.binding()] + [b.binding() for b in outs],
-                                 (gx, gy, 1), pack_params(e - s, gx, threshold, 0))])
+        eng.submit([elementwise_dispatch(eng, "harden", bits, e - s,
+                                         [sb.binding(), mbuf.binding()] + [b.binding() for b in outs],
+                                         threshold)])
         op[s:e], on[s:e] = download_all(eng, *[(o, np.uint32, (e - s,)) for o in outs])
         eng.release(sb, mbuf, *outs)
     return op.reshape(shape), on.reshape(shape)  # soft counters live on the host

@@ -1,0 +1,75 @@
+"""Semiring GEMM on shapes that cross each kernel family's choice in the WGSL backend (skinny rows
+read/written as vec4 or not, the wide kernel for few rows and n a multiple of 4 or not, the big tile
+with partial tiles), with ``c`` and batches, against the independent reference; every backend runs
+them (on cpu and cuda they are simply more shapes)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from reference import ref_matmul
+from test_matmul import check, rand
+
+import pytropical_gpu as tg
+
+SHAPES = [
+    (5001, 4, 8),  # skinny, k and n multiples of 4 (vec4 rows of A and D)
+    (1037, 5, 3),  # skinny, scalar rows
+    (3, 7, 1000),  # wide: m and k small, n a multiple of 4
+    (16, 16, 68),  # wide at its largest m and k
+    (4, 4, 1001),  # wide excluded (n not a multiple of 4): tiled
+]
+
+
+@pytest.mark.parametrize("name", ["min_plus", "max_times", "plus_times"])
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_kernel_families_match_reference(backend, rng, name, dtype, shape):
+    m, k, n = shape
+    special = name != "plus_times"
+    a, b = rand(rng, (m, k), dtype, special), rand(rng, (k, n), dtype, special)
+    c = rand(rng, (m, n), dtype, special)
+    check(tg.matmul(a, b, name, backend=backend), ref_matmul(a, b, name)[0], dtype, name)
+    check(tg.matmul(a, b, name, c=c, backend=backend), ref_matmul(a, b, name, c)[0], dtype, name)
+
+
+def test_big_tile_with_partial_tiles(backend, rng):
+    a, b = rand(rng, (1030, 20), "float32"), rand(rng, (20, 1029), "float32")  # m * n > 2^20
+    c = rand(rng, (1030, 1029), "float32")
+    np.testing.assert_array_equal(tg.matmul(a, b, "min_plus", c=c, backend=backend),
+                                  ref_matmul(a, b, "min_plus", c)[0])
+
+
+@pytest.mark.parametrize("shape", [(3, 7, 1000), (5001, 4, 8)], ids=["wide", "skinny"])
+def test_kernel_families_batched(backend, rng, shape):
+    m, k, n = shape
+    a, b = rand(rng, (2, m, k), "float32"), rand(rng, (k, n), "float32")
+    c = rand(rng, (2, m, n), "float32")
+    np.testing.assert_array_equal(tg.matmul(a, b, "min_plus", c=c, backend=backend),
+                                  ref_matmul(a, b, "min_plus", c)[0])
+    b2 = rand(rng, (2, k, n), "float32")
+    np.testing.assert_array_equal(tg.matmul(a[:1], b2, "max_plus", backend=backend),
+                                  ref_matmul(a[:1], b2, "max_plus")[0])
+
+
+@pytest.mark.parametrize("by_tile", [True, False], ids=["by_k_tile", "per_pair"])
+@pytest.mark.parametrize("name", ["min_plus", "max_min"])  # test_matmul.py: every selective one
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_tiled_argmax_matches_reference(backend, rng, monkeypatch, by_tile, name, dtype):
+    """Both tiled argmax kernels (wgpu's ``gemm.ARGMAX_BY_TILE``: a plain ⊕ per k-tile then a second
+    pass inside the winning tile, or a compare and two selects per pair): values, smallest k on
+    ties, -1 where ``c`` wins, batches."""
+    if backend == "wgpu":
+        from pytropical_gpu.backends.wgpu import gemm
+
+        monkeypatch.setattr(gemm, "ARGMAX_BY_TILE", by_tile)
+    elif not by_tile:
+        pytest.skip("one kernel choice outside wgpu")
+    for lead, m, k, n in (((), 70, 100, 67), ((2,), 33, 17, 40), ((), 5, 33, 130)):
+        a, b = rand(rng, lead + (m, k), dtype), rand(rng, (k, n), dtype)
+        c = rand(rng, lead + (m, n), dtype)
+        for cc in (None, c):
+            got, idx = tg.matmul(a, b, name, c=cc, return_argmax=True, backend=backend)
+            want, want_idx = ref_matmul(a, b, name, cc)
+            np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(idx, want_idx)
