@@ -2,7 +2,9 @@
 10,000 trits, k = 10, memory resident, in one run:
 
 - the previous path (``search_launch.ENGINE = "old"``: int64 ``_dot`` then a stable argsort), the
-  new default (``"auto"``), the one-query kernels (scan, popc) and every tensor-core variant
+  default (``"auto"``: for k <= 32 the top-k's first pass fused into the scoring kernel), the
+  default before the fusion (``"auto"`` with ``FUSE = False``: scores written, then two top-k
+  passes), the one-query kernels (scan, popc) and every tensor-core variant
   (search_mma: NT, MT, WARPS, G; search_mma_cp: NT, WARPS, STAGES);
 - the baseline a CuPy user writes: the trits as a dense float32 matrix, ``mem @ q`` (cuBLAS) and
   ``argsort``; and a device copy moving the memory's plane bytes (the bandwidth floor, measured);
@@ -79,7 +81,8 @@ class _Engine:
 
 def _paths(nq: int) -> dict:
     """{name: search_launch switches} timed at nq queries."""
-    paths = {"old": {"ENGINE": "old"}, "new": {"ENGINE": "auto"}}
+    paths = {"old": {"ENGINE": "old"}, "new": {"ENGINE": "auto"},
+             "new unfused": {"ENGINE": "auto", "FUSE": False}}
     if nq == 1:
         paths.update({f"scan {u}": {"ENGINE": "scan", "SCAN": u}
                       for u in (*sl.SCAN_U, *(f"cp{st}" for st in sl.SCAN_CP_STAGES))})
@@ -132,7 +135,7 @@ def run(quick: bool = False, progress=None) -> tuple[list[h.Result], list[str]]:
             results.append(h.Result("search baseline", "cupy", dev, sizes, t_base.median,
                                     t_base.q20, t_base.q80, work, "op", note=BASELINE))
         for name, switches in _paths(nq).items():
-            if not main and name not in ("new", "popc"):
+            if not main and name not in ("new", "new unfused", "popc"):
                 continue
             with _Engine(**switches):
                 def ours(q=q):
@@ -154,7 +157,8 @@ def run(quick: bool = False, progress=None) -> tuple[list[h.Result], list[str]]:
 
 
 def _parts(be, cp, q, mem, k, dev, sizes) -> list[h.Result]:
-    """The default path's scoring kernel and top-k kernels timed alone."""
+    """The unfused path's scoring kernel and top-k kernels timed alone, and both paths' kernels
+    without the public call's Python work."""
     from pytropical_gpu.ops._planes import flat
 
     qp, qn = flat(be, q)
@@ -164,11 +168,17 @@ def _parts(be, cp, q, mem, k, dev, sizes) -> list[h.Result]:
     idx, val = cp.empty((nq, k), np.int64), cp.empty((nq, k), np.int64)
     out = []
     cand = sl.topk_blocks(be, s, 16)
+
+    def unfused():
+        with _Engine(FUSE=False):
+            return be._search(qp, qn, mp, mn, k)
+
     for part, fn in (("scores", lambda: sl.scores(be, qp, qn, mp, mn)),
                      ("top-k", lambda: sl.topk(be, s, k, 16, idx, val)),
                      ("top-k pass 1 (blocks)", lambda: sl.topk_blocks(be, s, 16)),
                      ("top-k pass 2 (merge)", lambda: sl.topk_merge(cand, k, idx, val)),
-                     ("kernels (be._search on the planes)", lambda: be._search(qp, qn, mp, mn, k))):
+                     ("kernels fused (be._search on the planes)", lambda: be._search(qp, qn, mp, mn, k)),
+                     ("kernels unfused (be._search on the planes)", unfused)):
         t = _timing(fn)
         out.append(h.Result(f"search part: {part}", "cuda", dev, sizes, t.median, t.q20, t.q80))
     return out
@@ -193,7 +203,8 @@ def main(argv=None) -> int:
         path = args.json or h.RESULTS_DIR / f"search_cuda_{tag}.json"
         path = h.write_json(path, rows, info["device"], quick=args.quick, cupy=cupy.__version__,
                             backend=info, mma_pick={str(k): v for k, v in sl.MMA_PICK.items()},
-                            mma_from_q=sl.MMA_FROM_Q, failures=failures)
+                            mma_from_q=sl.MMA_FROM_Q, fuse=sl.FUSE, fused_k=sl.FUSED_K,
+                            failures=failures)
         print(f"wrote {path}")
     if failures:
         print(f"search_cuda: correctness check FAILED: {failures}", file=sys.stderr)

@@ -119,8 +119,10 @@ __device__ __forceinline__ void wl_insert(i64& mine, i64 key, int lane) {
   else if (lane == pos) mine = key;
 }
 
-template <int K>
-__device__ __forceinline__ void wl_feed(i64& mine, i64& thr, i64 key, bool ok, int lane) {
+// Every lane's key (where ok) that beats thr, the list's (k1 + 1)-th best, goes in; thr follows.
+// A list kept to its first k1 + 1 lanes needs fewer insertions than one of K (the fused kernels
+// pass k - 1: the lanes past it hold real keys, just not the block's best, harmless to a merge).
+__device__ __forceinline__ void wl_feed_k(i64& mine, i64& thr, i64 key, bool ok, int lane, int k1) {
   unsigned c = __ballot_sync(0xffffffffu, ok && key > thr);
   while (c) {
     const int src = __ffs(c) - 1;
@@ -128,9 +130,14 @@ __device__ __forceinline__ void wl_feed(i64& mine, i64& thr, i64 key, bool ok, i
     const i64 kk = __shfl_sync(0xffffffffu, key, src);
     if (kk > thr) {
       wl_insert(mine, kk, lane);
-      thr = __shfl_sync(0xffffffffu, mine, K - 1);
+      thr = __shfl_sync(0xffffffffu, mine, k1);
     }
   }
+}
+
+template <int K>
+__device__ __forceinline__ void wl_feed(i64& mine, i64& thr, i64 key, bool ok, int lane) {
+  wl_feed_k(mine, thr, key, ok, lane, K - 1);
 }
 
 // The block's K best of every warp's list into out[0..K) (256 threads; lanes < K of warp 0 write).

@@ -8,7 +8,9 @@ From :data:`MMA_FROM_Q` queries on, the scores come from ``search_mma``: 1-bit t
 memory, measured slower and stays for the benchmarks). One query: ``search_scan_cp`` (rows copied
 into shared memory by ``cp.async``; planes at a 16-byte aligned address), else ``search_scan``
 (16-byte reads) or ``search_popc`` (4-byte reads, any alignment). The top-k is two passes
-(``topk_scores`` per block of rows, ``topk_merge`` per query) for k <= 64; a larger k sorts the
+(``topk_scores`` per block of rows, ``topk_merge`` per query) for k <= 64; for k <= 32 the first
+pass is fused into ``search_mma`` and ``search_scan_cp`` (search_fused.py: no score matrix, one
+launch fewer), unless :data:`FUSE` is off; a larger k sorts the
 int32 scores (``CudaBackend._topk``). Rows of 2^30 trits or more, or 2^31 rows or more, take the
 previous path (``_dot`` then ``_topk``), whose int64 scores cannot overflow. Measurements:
 ``benchmarks/results/search_cuda_notes.md``.
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...shaders import load_source
 from . import kernels
 
 #: (NT, MT, WARPS, G) instantiations of search_mma: 8 NT queries a block, 16 MT rows a warp, WARPS
@@ -37,23 +40,37 @@ SCAN_CP_STAGES = (3, 5)
 #: top-k list lengths the top-k kernels are instantiated for (k above the largest: a sort); up to
 #: 32 a warp's list lies across its lanes, 64 is one list a thread.
 TOPK_K = (16, 32, 64)
+#: list lengths of the fused kernels (search_mma for each MMA_PICK variant, search_scan_cp at
+#: FUSED_SCAN_STAGES): k <= 32 is fused.
+FUSED_K = (16, 32)
+FUSED_SCAN_STAGES = (3,)
 
 SEARCH = kernels.ModuleSpec("vsa_search", "vsa_search.cu", {
     **{"mma{}_{}_{}_{}".format(*v): "ptg::search_mma<{}, {}, {}, {}>".format(*v)
        for v in REG_VARIANTS},
+    **{"mma{}_{}_{}_{}_k{}".format(*v, kk): "ptg::search_mma<{}, {}, {}, {}, {}>".format(*v, kk)
+       for v in dict.fromkeys(MMA_PICK.values()) for kk in FUSED_K},
     **{f"scan{u}{g}": f"ptg::search_scan<{u}, {'false' if g else 'true'}>" for u in SCAN_U
        for g in ("", "g")},
-    "popc": "ptg::search_popc"})
+    "popc": "ptg::search_popc"}, extra=load_source("cuda", "vsa_topk.cu"))
 SEARCH_CP = kernels.ModuleSpec("vsa_search_cp", "vsa_search_cp.cu", {
     **{"cp{}_{}_{}".format(*v[1:]): "ptg::search_mma_cp<{}, {}, {}>".format(*v[1:])
        for v in CP_VARIANTS},
-    **{f"scan_cp{st}": f"ptg::search_scan_cp<{st}>" for st in SCAN_CP_STAGES}})
+    **{f"scan_cp{st}": f"ptg::search_scan_cp<{st}>" for st in SCAN_CP_STAGES},
+    **{f"scan_cp{st}_k{kk}": f"ptg::search_scan_cp<{st}, {kk}>" for st in FUSED_SCAN_STAGES
+       for kk in FUSED_K}}, extra=load_source("cuda", "vsa_topk.cu"))
 TOPK = kernels.ModuleSpec("vsa_topk", "vsa_topk.cu", {
     **{f"topk{k}": f"ptg::topk_scores{'_w' if k <= 32 else ''}<{k}>" for k in TOPK_K},
     **{f"merge{k}": f"ptg::topk_merge{'_w' if k <= 32 else ''}<{k}>" for k in TOPK_K}})
 #: every module of this file (``backends.cuda.module_specs`` adds them for the nvcc compile test).
 SPECS = (SEARCH, SEARCH_CP, TOPK)
 
+#: k <= 32: the top-k's first pass inside the scoring kernel (search_fused.py); False: the scores
+#: written out and read back by topk_scores (benchmarks compare the two).
+FUSE = True
+#: fused search_mma: two buffers for a round's scores (one barrier a round instead of two) where
+#: shared memory holds them without an extra chunk of the query planes.
+DOUBLE_BUFFER = True
 #: "auto" (by query count), "mma", "scan" or "popc" (always that scoring kernel; "scan" where it
 #: can run: one query, aligned planes; else as "auto"), "old" (``_dot`` then ``_topk``, the path
 #: before this module). Read at every call; benchmarks switch it.
@@ -73,6 +90,7 @@ SCORES_BUDGET = 1 << 28
 TOPK_PER_THREAD = 64
 
 _I32 = 2**31 - 1
+_NULL, _ZERO = np.uint64(0), np.int32(0)  # the unfused kernels' candidate pointer, k, dbl
 _smem_allowed: dict[int, int] = {}
 
 
@@ -88,6 +106,10 @@ def search(be, qp, qn, mp, mn, k: int):
     if ENGINE == "old" or w * 32 >= 2**30 or m >= _I32:
         return be._topk(be._dot(qp, qn, mp, mn), k)
     kb = next((x for x in TOPK_K if x >= k), None)
+    if FUSE and kb in FUSED_K:
+        out = search_fused.search(be, qp, qn, mp, mn, k, kb)
+        if out is not None:
+            return out
     group = max(1, min(q, SCORES_BUDGET // (4 * m), 65535))
     if group < q and group > 64:
         group -= group % 64
@@ -119,7 +141,8 @@ def scores(be, qp, qn, mp, mn):
                 fn = kernels.function(SEARCH_CP, f"scan_cp{stages}")
                 _allow_smem(fn, smem)
                 fn((max(1, min(_cdiv(m, 8), sms * 2)),), (256,),
-                   (mp, mn, qp, qn, s, np.int64(m), np.int64(w), np.int32(span)), shared_mem=smem)
+                   (mp, mn, qp, qn, s, np.int64(m), np.int64(w), np.int32(span), _NULL, _ZERO),
+                   shared_mem=smem)
                 return s
         u = SCAN if isinstance(SCAN, int) else SCAN_U[-1]
         qsh = 8 * w <= 48 * 1024  # the query's planes in shared memory
@@ -156,8 +179,9 @@ def _mma(be, variant, qp, qn, mp, mn, s) -> None:
     _allow_smem(fn, smem)
     per_sm = max(1, min(2048 // (32 * warps), (227 * 1024) // (smem + 1024)))
     gx = max(1, min(_cdiv(_cdiv(m, rows), warps), be._sm_count() * per_sm))
-    fn((gx, _cdiv(q, 8 * nt)), (32 * warps,), (mp, mn, qp, qn, s, np.int64(m), np.int64(q),
-                                               np.int64(w), np.int32(8 * cs)), shared_mem=smem)
+    args = (mp, mn, qp, qn, s, np.int64(m), np.int64(q), np.int64(w), np.int32(8 * cs))
+    fn((gx, _cdiv(q, 8 * nt)), (32 * warps,), args + (() if variant[0] == "cp" else (_NULL, _ZERO, _ZERO)),
+       shared_mem=smem)
 
 
 def _allow_smem(fn, nbytes: int) -> None:
@@ -195,5 +219,7 @@ def topk_merge(cand, k: int, idx, val) -> None:
                                                           np.int32(k)))
 
 
-__all__ = ["ENGINE", "MMA_FROM_Q", "MMA_PICK", "MMA_VARIANTS", "SEARCH", "SPECS", "TOPK", "TOPK_K",
-           "VARIANT", "scores", "search", "topk", "topk_blocks", "topk_merge"]
+from . import search_fused  # noqa: E402  (it reads this module's switches at call time)
+
+__all__ = ["ENGINE", "FUSE", "FUSED_K", "MMA_FROM_Q", "MMA_PICK", "MMA_VARIANTS", "SEARCH", "SPECS",
+           "TOPK", "TOPK_K", "VARIANT", "scores", "search", "topk", "topk_blocks", "topk_merge"]
