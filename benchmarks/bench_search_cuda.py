@@ -86,6 +86,8 @@ def _paths(nq: int) -> dict:
     if nq == 1:
         paths.update({f"scan {u}": {"ENGINE": "scan", "SCAN": u}
                       for u in (*sl.SCAN_U, *(f"cp{st}" for st in sl.SCAN_CP_STAGES))})
+    else:
+        paths["new single-buffer"] = {"ENGINE": "auto", "DOUBLE_BUFFER": False}
     if nq <= 8:
         paths["popc"] = {"ENGINE": "popc"}
     nt = 1 if nq <= 8 else 2 if nq <= 16 else 4 if nq <= 32 else 8
