@@ -4,8 +4,9 @@
 - the previous path (``search_launch.ENGINE = "old"``: int64 ``_dot`` then a stable argsort), the
   default (``"auto"``: for k <= 32 the top-k's first pass fused into the scoring kernel), the
   default before the fusion (``"auto"`` with ``FUSE = False``: scores written, then two top-k
-  passes), the one-query kernels (scan, popc) and every tensor-core variant
-  (search_mma: NT, MT, WARPS, G; search_mma_cp: NT, WARPS, STAGES);
+  passes), the fused tensor-core kernel at every query tile width (``FUSED_NT``; one and two
+  score buffers; int16 or int32 round scores), the one-query kernels (scan, popc) and every
+  tensor-core variant (search_mma: NT, MT, WARPS, G; search_mma_cp: NT, WARPS, STAGES);
 - the baseline a CuPy user writes: the trits as a dense float32 matrix, ``mem @ q`` (cuBLAS) and
   ``argsort``; and a device copy moving the memory's plane bytes (the bandwidth floor, measured);
 - the scoring and top-k kernels alone, the kernels without the public call's Python work, and a
@@ -87,7 +88,12 @@ def _paths(nq: int) -> dict:
         paths.update({f"scan {u}": {"ENGINE": "scan", "SCAN": u}
                       for u in (*sl.SCAN_U, *(f"cp{st}" for st in sl.SCAN_CP_STAGES))})
     else:
-        paths["new single-buffer"] = {"ENGINE": "auto", "DOUBLE_BUFFER": False}
+        every = (1, 2, 4, 8)
+        paths["fused at every NT"] = {"ENGINE": "auto", "FUSED_NT": every}
+        paths["fused at every NT, int32 round scores"] = {"ENGINE": "auto", "FUSED_NT": every,
+                                                          "NARROW": False}
+        paths["fused at every NT, two buffers"] = {"ENGINE": "auto", "FUSED_NT": every,
+                                                   "DOUBLE_BUFFER": True}
     if nq <= 8:
         paths["popc"] = {"ENGINE": "popc"}
     nt = 1 if nq <= 8 else 2 if nq <= 16 else 4 if nq <= 32 else 8
@@ -137,7 +143,7 @@ def run(quick: bool = False, progress=None) -> tuple[list[h.Result], list[str]]:
             results.append(h.Result("search baseline", "cupy", dev, sizes, t_base.median,
                                     t_base.q20, t_base.q80, work, "op", note=BASELINE))
         for name, switches in _paths(nq).items():
-            if not main and name not in ("new", "new unfused", "popc"):
+            if not main and name not in ("new", "new unfused", "fused at every NT", "popc"):
                 continue
             with _Engine(**switches):
                 def ours(q=q):
@@ -169,7 +175,7 @@ def _parts(be, cp, q, mem, k, dev, sizes) -> list[h.Result]:
     nq = qp.shape[0]
     idx, val = cp.empty((nq, k), np.int64), cp.empty((nq, k), np.int64)
     out = []
-    cand = sl.topk_blocks(be, s, 16)
+    cand = sl.topk_blocks(be, s, 16, k)
 
     def unfused():
         with _Engine(FUSE=False):
@@ -177,7 +183,7 @@ def _parts(be, cp, q, mem, k, dev, sizes) -> list[h.Result]:
 
     for part, fn in (("scores", lambda: sl.scores(be, qp, qn, mp, mn)),
                      ("top-k", lambda: sl.topk(be, s, k, 16, idx, val)),
-                     ("top-k pass 1 (blocks)", lambda: sl.topk_blocks(be, s, 16)),
+                     ("top-k pass 1 (blocks)", lambda: sl.topk_blocks(be, s, 16, k)),
                      ("top-k pass 2 (merge)", lambda: sl.topk_merge(cand, k, idx, val)),
                      ("kernels fused (be._search on the planes)", lambda: be._search(qp, qn, mp, mn, k)),
                      ("kernels unfused (be._search on the planes)", unfused)):

@@ -86,11 +86,12 @@ __device__ __forceinline__ void mma_group(int (&c1)[MT][NT][4], int (&c2)[MT][NT
 // of a round: no bank conflict on the writes), and warp w keeps the warp-wide lists (lane i: the
 // i-th best key; kept to the first k lanes) of queries w QPW .. w QPW + QPW - 1 of the block; at
 // the end C[q][blockIdx.x][K]. dbl: two score buffers, alternate rounds (one barrier a round).
+// narrow: the round's scores as int16 (|score| <= dim < 2^15): half the shared memory, more L1.
 template <int NT, int MT, int WARPS, int G, int K = 0>
 __global__ void __launch_bounds__(WARPS * 32, 1)
 search_mma(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN,
            const unsigned* __restrict__ QP, const unsigned* __restrict__ QN, int* __restrict__ S,
-           i64 M, i64 Q, i64 W, int kc, i64* __restrict__ C, int k, int dbl) {
+           i64 M, i64 Q, i64 W, int kc, i64* __restrict__ C, int k, int dbl, int narrow) {
   static_assert(K == 0 || (K <= 32 && (8 * NT) % WARPS == 0), "fused top-k: K <= 32, 8 NT % WARPS");
   constexpr int R = WARPS * 16 * MT, RS = R + 4, QPW = K ? (8 * NT) / WARPS : 1;
   extern __shared__ uint4 qs[];
@@ -171,7 +172,9 @@ search_mma(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN,
             if (r < M && q < Q) S[q * M + r] = 2 * c1[m][j][i] - c2[m][j][i];
           }
     } else {
-      int* st = reinterpret_cast<int*>(qs + cs * NT * 32) + (dbl ? (round & 1) * (8 * NT * RS) : 0);
+      const int off = dbl ? (round & 1) * (8 * NT * RS) : 0;
+      int* st = reinterpret_cast<int*>(qs + cs * NT * 32) + off;
+      short* sh = reinterpret_cast<short*>(qs + cs * NT * 32) + off;
       // st: [8 NT][RS], local query by local row
       if (active) {
 #pragma unroll
@@ -179,9 +182,12 @@ search_mma(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN,
 #pragma unroll
           for (int j = 0; j < NT; ++j)
 #pragma unroll
-            for (int i = 0; i < 4; ++i)
-              st[(8 * j + 2 * t + (i & 1)) * RS + warp * 16 * MT + 16 * m + g8 + 8 * (i >> 1)] =
-                  2 * c1[m][j][i] - c2[m][j][i];
+            for (int i = 0; i < 4; ++i) {
+              const int e = (8 * j + 2 * t + (i & 1)) * RS + warp * 16 * MT + 16 * m + g8 + 8 * (i >> 1);
+              const int v = 2 * c1[m][j][i] - c2[m][j][i];
+              if (narrow) sh[e] = (short)v;
+              else st[e] = v;
+            }
       }
       __syncthreads();
       const i64 r0 = base * 16 * MT;  // row of local row 0 (rows of tiles past the end: >= M)
@@ -191,7 +197,8 @@ search_mma(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN,
         for (int u = 0; u < R; u += 32) {
           const i64 r = r0 + u + lane;
           const bool ok = r < M;
-          const int v = st[(warp * QPW + qq) * RS + u + lane];
+          const int e = (warp * QPW + qq) * RS + u + lane;
+          const int v = narrow ? (int)sh[e] : st[e];
           wl_feed_k(mine[qq], thr[qq], key_of(ok ? v : 0, r), ok, lane, k - 1);
         }
       if (!dbl) __syncthreads();  // read before the next round writes (dbl: the round after)

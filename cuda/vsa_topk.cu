@@ -157,10 +157,10 @@ __device__ __forceinline__ void wl_block(i64 mine, i64* out) {
   }
 }
 
-// As topk_scores, with warp lists (K <= 32).
+// As topk_scores, with warp lists (K <= 32) kept to their first k lanes.
 template <int K>
 __global__ void __launch_bounds__(256)
-topk_scores_w(const int* __restrict__ S, i64* __restrict__ cand, i64 M, i64 chunk) {
+topk_scores_w(const int* __restrict__ S, i64* __restrict__ cand, i64 M, i64 chunk, int k) {
   const i64 q = blockIdx.y, c = blockIdx.x;
   const i64 lo = c * chunk, hi = min(M, lo + chunk);
   const int* s = S + q * M;
@@ -173,12 +173,12 @@ topk_scores_w(const int* __restrict__ S, i64* __restrict__ cand, i64 M, i64 chun
     for (int u = 0; u < 8; ++u) v[u] = r0 + 256 * u < hi ? __ldg(s + r0 + 256 * u) : 0;
 #pragma unroll
     for (int u = 0; u < 8; ++u)
-      wl_feed<K>(mine, thr, key_of(v[u], r0 + 256 * u), r0 + 256 * u < hi, lane);
+      wl_feed_k(mine, thr, key_of(v[u], r0 + 256 * u), r0 + 256 * u < hi, lane, k - 1);
   }
   wl_block<K>(mine, cand + (q * gridDim.x + c) * K);
 }
 
-// As topk_merge, with warp lists (K <= 32).
+// As topk_merge, with warp lists (K <= 32) kept to their first k lanes.
 template <int K>
 __global__ void __launch_bounds__(256)
 topk_merge_w(const i64* __restrict__ cand, i64 n, long long* __restrict__ idx,
@@ -187,9 +187,15 @@ topk_merge_w(const i64* __restrict__ cand, i64 n, long long* __restrict__ idx,
   const i64 q = blockIdx.x;
   const int lane = threadIdx.x & 31;
   i64 mine = PTG_EMPTY, thr = PTG_EMPTY;
-  for (i64 b = threadIdx.x - lane; b < n; b += 256) {
-    const bool ok = b + lane < n;
-    wl_feed<K>(mine, thr, ok ? __ldg(cand + q * n + b + lane) : PTG_EMPTY, ok, lane);
+  for (i64 b = threadIdx.x - lane; b < n; b += 256 * 4) {  // warp-uniform; 4 loads in flight
+    i64 v[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const i64 i = b + 256 * u + lane;
+      v[u] = i < n ? __ldg(cand + q * n + i) : PTG_EMPTY;
+    }
+#pragma unroll
+    for (int u = 0; u < 4; ++u) wl_feed_k(mine, thr, v[u], b + 256 * u + lane < n, lane, k - 1);
   }
   wl_block<K>(mine, best);
   __syncthreads();

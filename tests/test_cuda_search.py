@@ -120,6 +120,7 @@ def fused_only(sl, monkeypatch):
 
     for name in ("scores", "topk", "topk_blocks"):
         monkeypatch.setattr(sl, name, unfused)
+    monkeypatch.setattr(sl, "FUSED_NT", (1, 2, 4, 8))  # every width, not only the routed ones
     return sl
 
 
@@ -188,3 +189,36 @@ def test_one_query_not_fused_falls_back(be, sl, monkeypatch, rng, scan):
     """A one-query kernel without a fused instantiation takes the unfused path, still exact."""
     monkeypatch.setattr(sl, "SCAN", scan)
     run(be, trits(rng, (1, 640)), trits(rng, (1000, 640)), 10)
+
+
+@pytest.mark.parametrize("narrow", [True, False])
+@pytest.mark.parametrize("dbl", [True, False])
+@pytest.mark.parametrize("nq", [3, 9, 33, 64])
+def test_fused_score_buffers(be, fused_only, monkeypatch, rng, dbl, narrow, nq):
+    """One or two round buffers (one barrier a round with two), int16 or int32 round scores, over
+    several rounds a block."""
+    monkeypatch.setattr(fused_only, "DOUBLE_BUFFER", dbl)
+    monkeypatch.setattr(fused_only, "NARROW", narrow)
+    base = trits(rng, (4, 300))
+    mem = base[rng.integers(0, 4, 20_000)]
+    run(be, trits(rng, (nq, 300)), mem, 10)
+    run(be, trits(rng, (nq, 300)), trits(rng, (16 * 37 + 5, 300)), 32)
+
+
+@pytest.mark.parametrize("k", [1, 10, 16, 17, 32])
+@pytest.mark.parametrize("nq", [1, 20, 64])
+def test_unfused_lists_kept_to_k(be, sl, monkeypatch, rng, nq, k):
+    """The unfused top-k's warp lists keep k lanes exact (the rest real keys): ties across blocks."""
+    monkeypatch.setattr(sl, "FUSE", False)
+    base = trits(rng, (3, 100))
+    run(be, trits(rng, (nq, 100)), base[rng.integers(0, 3, 30_000)], k)
+
+
+def test_fused_wide_scores_stay_int32(be, fused_only, rng):
+    """dim >= 2^15: the round scores do not fit int16 (extremes +-dim); the int32 buffer is used."""
+    dim = 40_000
+    mem = trits(rng, (300, dim))
+    mem[5], mem[77] = 1, -1
+    q = np.ones((20, dim), np.int8)
+    q[1::2] = -1
+    run(be, q, mem, 4)

@@ -34,14 +34,15 @@ def _cdiv(a: int, b: int) -> int:
 def search(be, qp, qn, mp, mn, k: int, kb: int):
     """(idx, vals) int64 (Q, k), or None where the fused kernels do not apply (the caller then
     takes the unfused path): the one-query kernel is not search_scan_cp at a fused STAGES, or the
-    scores would come from search_popc, or VARIANT is not a fused instantiation."""
+    scores would come from search_popc, or the tensor-core variant is not fused (VARIANT not an
+    MMA_PICK value, or its NT not in FUSED_NT)."""
     cp = be._cp
     q, w = qp.shape
     m = mp.shape[0]
     aligned = mp.data.ptr % 16 == 0 and mn.data.ptr % 16 == 0
     dev = cp.cuda.runtime.getDevice()
     key = (dev, q, w, m, kb, aligned, sl.ENGINE, sl.VARIANT, sl.SCAN, sl.MMA_FROM_Q,
-           sl.SMEM_BUDGET, sl.SCORES_BUDGET, sl.DOUBLE_BUFFER)
+           sl.SMEM_BUDGET, sl.SCORES_BUDGET, sl.DOUBLE_BUFFER, sl.FUSED_NT, sl.NARROW)
     plan = _plans.get(key)
     if plan is None:
         if key in _plans:
@@ -98,11 +99,12 @@ def _plan(be, q: int, w: int, m: int, kb: int, aligned: bool):
         return None
     nt = 1 if q <= 8 else 2 if q <= 16 else 4 if q <= 32 else 8
     variant = sl.VARIANT or sl.MMA_PICK[nt]
-    if variant not in sl.MMA_PICK.values():
+    if variant not in sl.MMA_PICK.values() or variant[0] not in sl.FUSED_NT:
         return None
     nt, mt, warps, g = variant
     steps, rows = _cdiv(w, 8), 16 * mt
-    stage = 8 * nt * (warps * rows + 4) * 4  # a round's scores in shared memory
+    narrow = int(sl.NARROW and 32 * w < 2**15)  # int16 scores: |score| <= dim <= 32 w
+    stage = 8 * nt * (warps * rows + 4) * (2 if narrow else 4)  # a round's scores
 
     def chunk(nbuf: int) -> int:  # k-steps of the query planes a chunk
         budget = min(sl.SMEM_BUDGET, 227 * 1024 - nbuf * stage - 1024)
@@ -121,10 +123,9 @@ def _plan(be, q: int, w: int, m: int, kb: int, aligned: bool):
     group = q if 8 * q * per_query <= sl.SCORES_BUDGET else max(
         8 * nt, sl.SCORES_BUDGET // (8 * per_query) // (8 * nt) * (8 * nt))
     group = min(group, 65535 * 8 * nt)
-    return (fn, (gx, 8 * nt), (32 * warps,), smem,
-            ((np.int64(m),), (np.int64(q),), (np.int64(w), np.int32(8 * cs)), (np.int32(dbl),)),
-            group, per_query,
-            merge, np.int64(per_query))
+    scalars = ((np.int64(m),), (np.int64(q),), (np.int64(w), np.int32(8 * cs)),
+               (np.int32(dbl), np.int32(narrow)))
+    return fn, (gx, 8 * nt), (32 * warps,), smem, scalars, group, per_query, merge, np.int64(per_query)
 
 
 __all__ = ["CAND_KEEP", "PLANS_KEEP", "search"]

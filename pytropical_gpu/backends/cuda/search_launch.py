@@ -68,9 +68,15 @@ SPECS = (SEARCH, SEARCH_CP, TOPK)
 #: k <= 32: the top-k's first pass inside the scoring kernel (search_fused.py); False: the scores
 #: written out and read back by topk_scores (benchmarks compare the two).
 FUSE = True
+#: query tile widths NT whose search_mma runs fused (H200, v7: fused wins at NT = 2, 4; at NT = 8
+#: its 33 KB of round scores squeeze the L1 beside 160 KB of query planes, and at NT = 1 the merge
+#: of ~900 blocks' lists a query costs more than the score round trip).
+FUSED_NT = (2, 4)
 #: fused search_mma: two buffers for a round's scores (one barrier a round instead of two) where
-#: shared memory holds them without an extra chunk of the query planes.
-DOUBLE_BUFFER = True
+#: shared memory holds them without an extra chunk of the query planes (H200, v7: slower, less L1).
+DOUBLE_BUFFER = False
+#: fused search_mma: a round's scores as int16 in shared memory where |score| <= dim < 2^15.
+NARROW = True
 #: "auto" (by query count), "mma", "scan" or "popc" (always that scoring kernel; "scan" where it
 #: can run: one query, aligned planes; else as "auto"), "old" (``_dot`` then ``_topk``, the path
 #: before this module). Read at every call; benchmarks switch it.
@@ -90,7 +96,7 @@ SCORES_BUDGET = 1 << 28
 TOPK_PER_THREAD = 64
 
 _I32 = 2**31 - 1
-_NULL, _ZERO = np.uint64(0), np.int32(0)  # the unfused kernels' candidate pointer, k, dbl
+_NULL, _ZERO = np.uint64(0), np.int32(0)  # the unfused kernels' candidate pointer, k, flags
 _smem_allowed: dict[int, int] = {}
 
 
@@ -180,8 +186,8 @@ def _mma(be, variant, qp, qn, mp, mn, s) -> None:
     per_sm = max(1, min(2048 // (32 * warps), (227 * 1024) // (smem + 1024)))
     gx = max(1, min(_cdiv(_cdiv(m, rows), warps), be._sm_count() * per_sm))
     args = (mp, mn, qp, qn, s, np.int64(m), np.int64(q), np.int64(w), np.int32(8 * cs))
-    fn((gx, _cdiv(q, 8 * nt)), (32 * warps,), args + (() if variant[0] == "cp" else (_NULL, _ZERO, _ZERO)),
-       shared_mem=smem)
+    tail = () if variant[0] == "cp" else (_NULL, _ZERO, _ZERO, _ZERO)  # no list, k, dbl, narrow
+    fn((gx, _cdiv(q, 8 * nt)), (32 * warps,), args + tail, shared_mem=smem)
 
 
 def _allow_smem(fn, nbytes: int) -> None:
@@ -196,19 +202,20 @@ def _allow_smem(fn, nbytes: int) -> None:
 
 def topk(be, s, k: int, kb: int, idx, val) -> None:
     """The k (<= kb) best of each row of the int32 scores ``s`` into ``idx`` and ``val``."""
-    cand = topk_blocks(be, s, kb)
+    cand = topk_blocks(be, s, kb, k)
     topk_merge(cand, k, idx, val)
 
 
-def topk_blocks(be, s, kb: int):
-    """(Q, blocks, kb) int64 keys: the kb best of each block of rows (at least 2 blocks a SM)."""
+def topk_blocks(be, s, kb: int, k: int | None = None):
+    """(Q, blocks, kb) int64 keys: the kb best of each block of rows (at least 2 blocks a SM); the
+    first k (default kb) of each are exact, the rest real keys (kb <= 32: the lists kept to k)."""
     q, m = s.shape
     chunks = max(_cdiv(m, 256 * TOPK_PER_THREAD), min(_cdiv(m, 2048), _cdiv(2 * be._sm_count(), q)))
     chunk = _cdiv(m, chunks)
     chunks = _cdiv(m, chunk)
     cand = be._cp.empty((q, chunks, kb), np.int64)
-    kernels.function(TOPK, f"topk{kb}")((chunks, q), (256,), (s, cand, np.int64(m),
-                                                                 np.int64(chunk)))
+    kernels.function(TOPK, f"topk{kb}")((chunks, q), (256,), (s, cand, np.int64(m), np.int64(chunk))
+                                        + ((np.int32(k or kb),) if kb <= 32 else ()))
     return cand
 
 
