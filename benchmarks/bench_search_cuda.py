@@ -94,6 +94,10 @@ def _paths(nq: int) -> dict:
                                                           "NARROW": False}
         paths["fused at every NT, two buffers"] = {"ENGINE": "auto", "FUSED_NT": every,
                                                    "DOUBLE_BUFFER": True}
+        if nq == 64:  # the unfused kernel with the fused one's shared memory, unused: the L1 cost
+            for pad in (17, 34):
+                paths[f"unfused, {pad} KB shared memory unused"] = {"ENGINE": "auto", "FUSE": False,
+                                                                  "SMEM_PAD": pad * 1024}
     if nq <= 8:
         paths["popc"] = {"ENGINE": "popc"}
     nt = 1 if nq <= 8 else 2 if nq <= 16 else 4 if nq <= 32 else 8

@@ -90,6 +90,8 @@ VARIANT = None
 SCAN = "cp3"
 #: dynamic shared memory a search_mma block may take (the query planes of a chunk of the row).
 SMEM_BUDGET = 200 * 1024
+#: unused dynamic shared memory added to an unfused search_mma block (benchmarks: the L1 it costs).
+SMEM_PAD = 0
 #: bytes of int32 scores one pass over the memory holds (more queries: several passes).
 SCORES_BUDGET = 1 << 28
 #: scores a thread of topk_scores takes (its block: 256 threads).
@@ -181,7 +183,7 @@ def _mma(be, variant, qp, qn, mp, mn, s) -> None:
     budget = min(SMEM_BUDGET, 227 * 1024 - staging - 1024)
     cs = max(1, min(steps, budget // (nt * 512)))  # k-steps of 8 words in shared memory
     cs = _cdiv(steps, _cdiv(steps, cs))  # chunks of equal length
-    smem = cs * nt * 512 + staging
+    smem = cs * nt * 512 + staging + SMEM_PAD
     _allow_smem(fn, smem)
     per_sm = max(1, min(2048 // (32 * warps), (227 * 1024) // (smem + 1024)))
     gx = max(1, min(_cdiv(_cdiv(m, rows), warps), be._sm_count() * per_sm))
