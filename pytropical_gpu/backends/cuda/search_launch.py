@@ -9,8 +9,9 @@ memory, measured slower and stays for the benchmarks). One query: ``search_scan_
 into shared memory by ``cp.async``; planes at a 16-byte aligned address), else ``search_scan``
 (16-byte reads) or ``search_popc`` (4-byte reads, any alignment). The top-k is two passes
 (``topk_scores`` per block of rows, ``topk_merge`` per query) for k <= 64; for k <= 32 the first
-pass is fused into ``search_mma`` and ``search_scan_cp`` (search_fused.py: no score matrix, one
-launch fewer), unless :data:`FUSE` is off; a larger k sorts the
+pass is fused into ``search_scan_cp`` (one query) and, at the widths :data:`FUSED_NT` names, into
+``search_mma`` (search_fused.py: no score matrix, one launch fewer), unless :data:`FUSE` is off;
+a larger k sorts the
 int32 scores (``CudaBackend._topk``). Rows of 2^30 trits or more, or 2^31 rows or more, take the
 previous path (``_dot`` then ``_topk``), whose int64 scores cannot overflow. Measurements:
 ``benchmarks/results/search_cuda_notes.md``.
@@ -68,13 +69,15 @@ SPECS = (SEARCH, SEARCH_CP, TOPK)
 #: k <= 32: the top-k's first pass inside the scoring kernel (search_fused.py); False: the scores
 #: written out and read back by topk_scores (benchmarks compare the two).
 FUSE = True
-#: query tile widths NT whose search_mma runs fused (H200, v7: fused wins at NT = 2, 4; at NT = 8
-#: its 33 KB of round scores squeeze the L1 beside 160 KB of query planes, and at NT = 1 the merge
-#: of ~900 blocks' lists a query costs more than the score round trip).
-FUSED_NT = (2, 4)
+#: query tile widths NT whose search_mma runs fused: none (H200, v8: the unfused kernel and its
+#: k-lane top-k pass beat the fused kernel from 2 to 64 queries by 16-26 us: the list insertions,
+#: serial within a warp at 8 warps a SM, cost more than the score round trip; the one-query scan
+#: is fused, 23 us faster). Tests and benchmarks set (1, 2, 4, 8).
+FUSED_NT: tuple[int, ...] = ()
 #: fused search_mma: two buffers for a round's scores (one barrier a round instead of two) where
-#: shared memory holds them without an extra chunk of the query planes (H200, v7: slower, less L1).
-DOUBLE_BUFFER = False
+#: shared memory holds them without an extra chunk of the query planes (H200, v8, 64 queries with
+#: int16 scores: 0.375 against 0.390 ms; v7, int32, 227 KB of shared memory: 0.512, L1 starved).
+DOUBLE_BUFFER = True
 #: fused search_mma: a round's scores as int16 in shared memory where |score| <= dim < 2^15.
 NARROW = True
 #: "auto" (by query count), "mma", "scan" or "popc" (always that scoring kernel; "scan" where it
