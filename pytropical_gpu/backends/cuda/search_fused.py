@@ -7,7 +7,8 @@ in both passes (a key is the score, then the complement of the row).
 A call's launch plan (kernels, grids, shared memory, scalar arguments) is computed once per shape
 and switch setting and kept; the candidate lists go to a buffer kept per device and stream
 (rewritten in full by every call, so stream order makes reuse safe; kept by the stream's handle). Used by
-``search_launch.search``; the switches (ENGINE, VARIANT, SCAN, ...) are read from there.
+``search_launch.search``, which passes itself in: the switches (ENGINE, VARIANT, SCAN, ...) are
+read from there at every call.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from __future__ import annotations
 import numpy as np
 
 from . import kernels
-from . import search_launch as sl
 
 #: candidate buffers up to this many bytes are kept between calls (larger: allocated per call).
 CAND_KEEP = 1 << 24
@@ -31,11 +31,12 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def search(be, qp, qn, mp, mn, k: int, kb: int):
+def search(be, sl, qp, qn, mp, mn, k: int, kb: int):
     """(idx, vals) int64 (Q, k), or None where the fused kernels do not apply (the caller then
     takes the unfused path): the one-query kernel is not search_scan_cp at a fused STAGES, or the
     scores would come from search_popc, or the tensor-core variant is not fused (VARIANT not an
-    MMA_PICK value, or its NT not in FUSED_NT)."""
+    MMA_PICK value, or its NT not in FUSED_NT). ``sl``: the search_launch module (its switches
+    and module specs; passed in, not imported, so the two modules form no import cycle)."""
     cp = be._cp
     q, w = qp.shape
     m = mp.shape[0]
@@ -49,7 +50,7 @@ def search(be, qp, qn, mp, mn, k: int, kb: int):
             return None
         if len(_plans) >= PLANS_KEEP:
             _plans.clear()
-        plan = _plans[key] = _plan(be, q, w, m, kb, aligned)
+        plan = _plans[key] = _plan(be, sl, q, w, m, kb, aligned)
         if plan is None:
             return None
     fn, grid, block, smem, (pre, with_q, post, last), group, per_query, merge, n = plan
@@ -77,7 +78,7 @@ def search(be, qp, qn, mp, mn, k: int, kb: int):
     return idx, val
 
 
-def _plan(be, q: int, w: int, m: int, kb: int, aligned: bool):
+def _plan(be, sl, q: int, w: int, m: int, kb: int, aligned: bool):
     """(fn, (gx, queries a block), block, smem, (scalar args before the query count, the count
     (none for the one-query kernel), after it, after k), query group, candidates a query, merge
     fn, merge n), or None."""

@@ -19,10 +19,12 @@ previous path (``_dot`` then ``_topk``), whose int64 scores cannot overflow. Mea
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from ...shaders import load_source
-from . import kernels
+from . import kernels, search_fused
 
 #: (NT, MT, WARPS, G) instantiations of search_mma: 8 NT queries a block, 16 MT rows a warp, WARPS
 #: warps a block, G k-steps of 256 trits loaded while the previous G multiply.
@@ -118,7 +120,7 @@ def search(be, qp, qn, mp, mn, k: int):
         return be._topk(be._dot(qp, qn, mp, mn), k)
     kb = next((x for x in TOPK_K if x >= k), None)
     if FUSE and kb in FUSED_K:
-        out = search_fused.search(be, qp, qn, mp, mn, k, kb)
+        out = search_fused.search(be, sys.modules[__name__], qp, qn, mp, mn, k, kb)
         if out is not None:
             return out
     group = max(1, min(q, SCORES_BUDGET // (4 * m), 65535))
@@ -230,8 +232,6 @@ def topk_merge(cand, k: int, idx, val) -> None:
     kernels.function(TOPK, f"merge{kb}")((q,), (256,), (cand, np.int64(chunks * kb), idx, val,
                                                           np.int32(k)))
 
-
-from . import search_fused  # noqa: E402  (it reads this module's switches at call time)
 
 __all__ = ["ENGINE", "FUSE", "FUSED_K", "MMA_FROM_Q", "MMA_PICK", "MMA_VARIANTS", "SEARCH", "SPECS",
            "TOPK", "TOPK_K", "VARIANT", "scores", "search", "topk", "topk_blocks", "topk_merge"]
