@@ -2,8 +2,11 @@
 10,000 trits, k = 10, memory resident, in one run:
 
 - the previous path (``search_launch.ENGINE = "old"``: int64 ``_dot`` then a stable argsort), the
-  new default (``"auto"``), the one-query kernels (scan, popc) and every tensor-core variant
-  (search_mma: NT, MT, WARPS, G; search_mma_cp: NT, WARPS, STAGES);
+  default (``"auto"``: for k <= 32 the top-k's first pass fused into the scoring kernel), the
+  default before the fusion (``"auto"`` with ``FUSE = False``: scores written, then two top-k
+  passes), the fused tensor-core kernel at every query tile width (``FUSED_NT``; one and two
+  score buffers; int16 or int32 round scores), the one-query kernels (scan, popc) and every
+  tensor-core variant (search_mma: NT, MT, WARPS, G; search_mma_cp: NT, WARPS, STAGES);
 - the baseline a CuPy user writes: the trits as a dense float32 matrix, ``mem @ q`` (cuBLAS) and
   ``argsort``; and a device copy moving the memory's plane bytes (the bandwidth floor, measured);
 - the scoring and top-k kernels alone, the kernels without the public call's Python work, and a
@@ -79,10 +82,22 @@ class _Engine:
 
 def _paths(nq: int) -> dict:
     """{name: search_launch switches} timed at nq queries."""
-    paths = {"old": {"ENGINE": "old"}, "new": {"ENGINE": "auto"}}
+    paths = {"old": {"ENGINE": "old"}, "new": {"ENGINE": "auto"},
+             "new unfused": {"ENGINE": "auto", "FUSE": False}}
     if nq == 1:
         paths.update({f"scan {u}": {"ENGINE": "scan", "SCAN": u}
                       for u in (*sl.SCAN_U, *(f"cp{st}" for st in sl.SCAN_CP_STAGES))})
+    else:
+        every = (1, 2, 4, 8)
+        paths["fused at every NT"] = {"ENGINE": "auto", "FUSED_NT": every}
+        paths["fused at every NT, int32 round scores"] = {"ENGINE": "auto", "FUSED_NT": every,
+                                                          "NARROW": False}
+        paths["fused at every NT, two buffers"] = {"ENGINE": "auto", "FUSED_NT": every,
+                                                   "DOUBLE_BUFFER": True}
+        if nq == 64:  # the unfused kernel with the fused one's shared memory, unused: the L1 cost
+            for pad in (17, 34):
+                paths[f"unfused, {pad} KB shared memory unused"] = {"ENGINE": "auto", "FUSE": False,
+                                                                  "SMEM_PAD": pad * 1024}
     if nq <= 8:
         paths["popc"] = {"ENGINE": "popc"}
     nt = 1 if nq <= 8 else 2 if nq <= 16 else 4 if nq <= 32 else 8
@@ -132,7 +147,7 @@ def run(quick: bool = False, progress=None) -> tuple[list[h.Result], list[str]]:
             results.append(h.Result("search baseline", "cupy", dev, sizes, t_base.median,
                                     t_base.q20, t_base.q80, work, "op", note=BASELINE))
         for name, switches in _paths(nq).items():
-            if not main and name not in ("new", "popc"):
+            if not main and name not in ("new", "new unfused", "fused at every NT", "popc"):
                 continue
             with _Engine(**switches):
                 def ours(q=q):
@@ -154,7 +169,8 @@ def run(quick: bool = False, progress=None) -> tuple[list[h.Result], list[str]]:
 
 
 def _parts(be, cp, q, mem, k, dev, sizes) -> list[h.Result]:
-    """The default path's scoring kernel and top-k kernels timed alone."""
+    """The unfused path's scoring kernel and top-k kernels timed alone, and both paths' kernels
+    without the public call's Python work."""
     from pytropical_gpu.ops._planes import flat
 
     qp, qn = flat(be, q)
@@ -163,12 +179,18 @@ def _parts(be, cp, q, mem, k, dev, sizes) -> list[h.Result]:
     nq = qp.shape[0]
     idx, val = cp.empty((nq, k), np.int64), cp.empty((nq, k), np.int64)
     out = []
-    cand = sl.topk_blocks(be, s, 16)
+    cand = sl.topk_blocks(be, s, 16, k)
+
+    def unfused():
+        with _Engine(FUSE=False):
+            return be._search(qp, qn, mp, mn, k)
+
     for part, fn in (("scores", lambda: sl.scores(be, qp, qn, mp, mn)),
                      ("top-k", lambda: sl.topk(be, s, k, 16, idx, val)),
-                     ("top-k pass 1 (blocks)", lambda: sl.topk_blocks(be, s, 16)),
+                     ("top-k pass 1 (blocks)", lambda: sl.topk_blocks(be, s, 16, k)),
                      ("top-k pass 2 (merge)", lambda: sl.topk_merge(cand, k, idx, val)),
-                     ("kernels (be._search on the planes)", lambda: be._search(qp, qn, mp, mn, k))):
+                     ("kernels fused (be._search on the planes)", lambda: be._search(qp, qn, mp, mn, k)),
+                     ("kernels unfused (be._search on the planes)", unfused)):
         t = _timing(fn)
         out.append(h.Result(f"search part: {part}", "cuda", dev, sizes, t.median, t.q20, t.q80))
     return out
@@ -193,7 +215,8 @@ def main(argv=None) -> int:
         path = args.json or h.RESULTS_DIR / f"search_cuda_{tag}.json"
         path = h.write_json(path, rows, info["device"], quick=args.quick, cupy=cupy.__version__,
                             backend=info, mma_pick={str(k): v for k, v in sl.MMA_PICK.items()},
-                            mma_from_q=sl.MMA_FROM_Q, failures=failures)
+                            mma_from_q=sl.MMA_FROM_Q, fuse=sl.FUSE, fused_k=sl.FUSED_K,
+                            failures=failures)
         print(f"wrote {path}")
     if failures:
         print(f"search_cuda: correctness check FAILED: {failures}", file=sys.stderr)

@@ -3,11 +3,17 @@
 // LSB first, tail bits past dim zero, pos and neg disjoint (TernaryVec). All offsets are 64-bit.
 //
 // Scores: search_mma (1-bit tensor cores, several queries), search_scan (one query, 16-byte
-// reads) or search_popc (any queries, any alignment).
+// reads) or search_popc (any queries, any alignment). search_mma with K > 0 keeps the top-k
+// instead: each block writes the K best (score, row) keys of its rows per query, for topk_merge_w.
 
 namespace ptg {
 
 typedef long long i64;
+
+// The warp-wide lists of cuda/vsa_topk.cu (search_launch.py appends that file to this module).
+#define PTG_EMPTY (-0x7fffffffffffffffLL - 1)
+__device__ __forceinline__ i64 key_of(int score, i64 row);
+__device__ __forceinline__ void wl_feed_k(i64& mine, i64& thr, i64 key, bool ok, int lane, int k1);
 
 // ---------------------------------------------------------------------------- 1-bit MMA scores
 // D += popc(A & B) over k = 256 bits: A 16 rows x 256 bits (row major), B 256 bits x 8 columns.
@@ -75,12 +81,23 @@ __device__ __forceinline__ void mma_group(int (&c1)[MT][NT][4], int (&c2)[MT][NT
 // memory rows go straight from global memory into the A fragments, each word read once per block,
 // G k-steps a group, the next group loading while this one multiplies.
 // kc words of the queries fit in shared memory; a longer row is taken in chunks of kc words.
-template <int NT, int MT, int WARPS, int G>
+// K = 0: the scores into S (Q x M). K > 0 (<= 32; 8 NT a multiple of WARPS): each round of tiles
+// puts its scores in shared memory after the query planes (8 NT rows of R + 4 ints, R = the rows
+// of a round: no bank conflict on the writes), and warp w keeps the warp-wide lists (lane i: the
+// i-th best key; kept to the first k lanes) of queries w QPW .. w QPW + QPW - 1 of the block; at
+// the end C[q][blockIdx.x][K]. dbl: two score buffers, alternate rounds (one barrier a round).
+// narrow: the round's scores as int16 (|score| <= dim < 2^15): half the shared memory, more L1.
+template <int NT, int MT, int WARPS, int G, int K = 0>
 __global__ void __launch_bounds__(WARPS * 32, 1)
 search_mma(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN,
            const unsigned* __restrict__ QP, const unsigned* __restrict__ QN, int* __restrict__ S,
-           i64 M, i64 Q, i64 W, int kc) {
+           i64 M, i64 Q, i64 W, int kc, i64* __restrict__ C, int k, int dbl, int narrow) {
+  static_assert(K == 0 || (K <= 32 && (8 * NT) % WARPS == 0), "fused top-k: K <= 32, 8 NT % WARPS");
+  constexpr int R = WARPS * 16 * MT, RS = R + 4, QPW = K ? (8 * NT) / WARPS : 1;
   extern __shared__ uint4 qs[];
+  i64 mine[QPW], thr[QPW];
+#pragma unroll
+  for (int i = 0; i < QPW; ++i) { mine[i] = PTG_EMPTY; thr[i] = PTG_EMPTY; }
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g8 = lane >> 2, t = lane & 3;
   const i64 q0 = (i64)blockIdx.y * (NT * 8);
   const int steps = (int)((W + 7) / 8), cs = kc / 8;
@@ -103,7 +120,8 @@ search_mma(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN,
     stage(0);
     __syncthreads();
   }
-  for (i64 base = (i64)blockIdx.x * WARPS; base < tiles; base += (i64)gridDim.x * WARPS) {
+  int round = 0;
+  for (i64 base = (i64)blockIdx.x * WARPS; base < tiles; base += (i64)gridDim.x * WARPS, ++round) {
     const i64 tile = base + warp;
     const bool active = tile < tiles;
     int c1[MT][NT][4], c2[MT][NT][4];
@@ -142,16 +160,56 @@ search_mma(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN,
         mma_group<G, MT, NT>(c1, c2, A1, qs, s0 + G, send, lane);
       }
     }
-    if (!active) continue;
+    if constexpr (K == 0) {
+      if (!active) continue;
 #pragma unroll
-    for (int m = 0; m < MT; ++m)
+      for (int m = 0; m < MT; ++m)
 #pragma unroll
-      for (int j = 0; j < NT; ++j)
+        for (int j = 0; j < NT; ++j)
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {  // c0, c1: row g8, columns 2t, 2t+1; c2, c3: row g8 + 8
-          const i64 r = tile * 16 * MT + 16 * m + g8 + 8 * (i >> 1), q = q0 + 8 * j + 2 * t + (i & 1);
-          if (r < M && q < Q) S[q * M + r] = 2 * c1[m][j][i] - c2[m][j][i];
+          for (int i = 0; i < 4; ++i) {  // c0, c1: row g8, columns 2t, 2t+1; c2, c3: row g8 + 8
+            const i64 r = tile * 16 * MT + 16 * m + g8 + 8 * (i >> 1), q = q0 + 8 * j + 2 * t + (i & 1);
+            if (r < M && q < Q) S[q * M + r] = 2 * c1[m][j][i] - c2[m][j][i];
+          }
+    } else {
+      const int off = dbl ? (round & 1) * (8 * NT * RS) : 0;
+      int* st = reinterpret_cast<int*>(qs + cs * NT * 32) + off;
+      short* sh = reinterpret_cast<short*>(qs + cs * NT * 32) + off;
+      // st: [8 NT][RS], local query by local row
+      if (active) {
+#pragma unroll
+        for (int m = 0; m < MT; ++m)
+#pragma unroll
+          for (int j = 0; j < NT; ++j)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              const int e = (8 * j + 2 * t + (i & 1)) * RS + warp * 16 * MT + 16 * m + g8 + 8 * (i >> 1);
+              const int v = 2 * c1[m][j][i] - c2[m][j][i];
+              if (narrow) sh[e] = (short)v;
+              else st[e] = v;
+            }
+      }
+      __syncthreads();
+      const i64 r0 = base * 16 * MT;  // row of local row 0 (rows of tiles past the end: >= M)
+#pragma unroll
+      for (int qq = 0; qq < QPW; ++qq)
+#pragma unroll
+        for (int u = 0; u < R; u += 32) {
+          const i64 r = r0 + u + lane;
+          const bool ok = r < M;
+          const int e = (warp * QPW + qq) * RS + u + lane;
+          const int v = narrow ? (int)sh[e] : st[e];
+          wl_feed_k(mine[qq], thr[qq], key_of(ok ? v : 0, r), ok, lane, k - 1);
         }
+      if (!dbl) __syncthreads();  // read before the next round writes (dbl: the round after)
+    }
+  }
+  if constexpr (K > 0) {
+#pragma unroll
+    for (int qq = 0; qq < QPW; ++qq) {
+      const i64 q = q0 + warp * QPW + qq;
+      if (q < Q && lane < K) C[(q * gridDim.x + blockIdx.x) * K + lane] = mine[qq];
+    }
   }
 }
 

@@ -12,6 +12,13 @@ namespace ptg {
 
 typedef long long i64;
 
+// The warp-wide lists of cuda/vsa_topk.cu (search_launch.py appends that file to this module).
+#define PTG_EMPTY (-0x7fffffffffffffffLL - 1)
+__device__ __forceinline__ i64 key_of(int score, i64 row);
+__device__ __forceinline__ void wl_insert(i64& mine, i64 key, int lane);
+template <int K>
+__device__ __forceinline__ void wl_block(i64 mine, i64* out);
+
 __device__ __forceinline__ void bmma(int* d, unsigned a0, unsigned a1, unsigned a2, unsigned a3,
                                      unsigned b0, unsigned b1) {
   asm("mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.and.popc "
@@ -140,17 +147,21 @@ search_mma_cp(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN,
 // One warp per memory row (grid-stride), one query: the aligned 16-byte vectors covering a row
 // (MP, MN 16-aligned) copied by cp.async into the warp's STAGES buffers of span vectors a plane,
 // STAGES - 1 rows in flight, then each lane takes words lane, lane + 32, ... of the row from there;
-// the query's planes in shared memory (the first 2 W words).
+// the query's planes in shared memory (the first 2 W words). K = 0: the scores into S. K > 0
+// (<= 32): each warp keeps a warp-wide list of its rows' k (<= K) best keys (a row's score is the
+// same in every lane, so a row costs one compare), and the block's K best go to C[blockIdx.x][K].
 __device__ __forceinline__ void cp_async16(void* dst, const void* src) {
   const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src));
 }
 
-template <int STAGES>
+template <int STAGES, int K = 0>
 __global__ void __launch_bounds__(256)
 search_scan_cp(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN,
                const unsigned* __restrict__ QP, const unsigned* __restrict__ QN, int* __restrict__ S,
-               i64 M, i64 W, int span) {
+               i64 M, i64 W, int span, i64* __restrict__ C, int k) {
+  static_assert(K <= 32, "fused top-k: K <= 32");
+  i64 mine = PTG_EMPTY, thr = PTG_EMPTY;
   extern __shared__ uint4 smem[];
   unsigned* qsm = reinterpret_cast<unsigned*>(smem);
   for (i64 i = threadIdx.x; i < W; i += 256) { qsm[i] = QP[i]; qsm[W + i] = QN[i]; }
@@ -187,10 +198,19 @@ search_scan_cp(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN,
     }
 #pragma unroll
     for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
-    if (lane == 0) S[r] = s;
+    if constexpr (K == 0) {
+      if (lane == 0) S[r] = s;
+    } else {
+      const i64 key = key_of(s, r);  // warp-uniform
+      if (key > thr) {
+        wl_insert(mine, key, lane);
+        thr = __shfl_sync(0xffffffffu, mine, k - 1);  // the list kept to its first k lanes
+      }
+    }
     __syncwarp();  // every lane has read the buffer before it is refilled
   }
   cp_wait<0>();
+  if constexpr (K > 0) wl_block<K>(mine, C + (i64)blockIdx.x * K);
 }
 
 }  // namespace ptg

@@ -119,8 +119,10 @@ __device__ __forceinline__ void wl_insert(i64& mine, i64 key, int lane) {
   else if (lane == pos) mine = key;
 }
 
-template <int K>
-__device__ __forceinline__ void wl_feed(i64& mine, i64& thr, i64 key, bool ok, int lane) {
+// Every lane's key (where ok) that beats thr, the list's (k1 + 1)-th best, goes in; thr follows.
+// A list kept to its first k1 + 1 lanes needs fewer insertions than one of K (the fused kernels
+// pass k - 1: the lanes past it hold real keys, just not the block's best, harmless to a merge).
+__device__ __forceinline__ void wl_feed_k(i64& mine, i64& thr, i64 key, bool ok, int lane, int k1) {
   unsigned c = __ballot_sync(0xffffffffu, ok && key > thr);
   while (c) {
     const int src = __ffs(c) - 1;
@@ -128,9 +130,14 @@ __device__ __forceinline__ void wl_feed(i64& mine, i64& thr, i64 key, bool ok, i
     const i64 kk = __shfl_sync(0xffffffffu, key, src);
     if (kk > thr) {
       wl_insert(mine, kk, lane);
-      thr = __shfl_sync(0xffffffffu, mine, K - 1);
+      thr = __shfl_sync(0xffffffffu, mine, k1);
     }
   }
+}
+
+template <int K>
+__device__ __forceinline__ void wl_feed(i64& mine, i64& thr, i64 key, bool ok, int lane) {
+  wl_feed_k(mine, thr, key, ok, lane, K - 1);
 }
 
 // The block's K best of every warp's list into out[0..K) (256 threads; lanes < K of warp 0 write).
@@ -150,10 +157,10 @@ __device__ __forceinline__ void wl_block(i64 mine, i64* out) {
   }
 }
 
-// As topk_scores, with warp lists (K <= 32).
+// As topk_scores, with warp lists (K <= 32) kept to their first k lanes.
 template <int K>
 __global__ void __launch_bounds__(256)
-topk_scores_w(const int* __restrict__ S, i64* __restrict__ cand, i64 M, i64 chunk) {
+topk_scores_w(const int* __restrict__ S, i64* __restrict__ cand, i64 M, i64 chunk, int k) {
   const i64 q = blockIdx.y, c = blockIdx.x;
   const i64 lo = c * chunk, hi = min(M, lo + chunk);
   const int* s = S + q * M;
@@ -166,12 +173,12 @@ topk_scores_w(const int* __restrict__ S, i64* __restrict__ cand, i64 M, i64 chun
     for (int u = 0; u < 8; ++u) v[u] = r0 + 256 * u < hi ? __ldg(s + r0 + 256 * u) : 0;
 #pragma unroll
     for (int u = 0; u < 8; ++u)
-      wl_feed<K>(mine, thr, key_of(v[u], r0 + 256 * u), r0 + 256 * u < hi, lane);
+      wl_feed_k(mine, thr, key_of(v[u], r0 + 256 * u), r0 + 256 * u < hi, lane, k - 1);
   }
   wl_block<K>(mine, cand + (q * gridDim.x + c) * K);
 }
 
-// As topk_merge, with warp lists (K <= 32).
+// As topk_merge, with warp lists (K <= 32) kept to their first k lanes.
 template <int K>
 __global__ void __launch_bounds__(256)
 topk_merge_w(const i64* __restrict__ cand, i64 n, long long* __restrict__ idx,
@@ -180,9 +187,15 @@ topk_merge_w(const i64* __restrict__ cand, i64 n, long long* __restrict__ idx,
   const i64 q = blockIdx.x;
   const int lane = threadIdx.x & 31;
   i64 mine = PTG_EMPTY, thr = PTG_EMPTY;
-  for (i64 b = threadIdx.x - lane; b < n; b += 256) {
-    const bool ok = b + lane < n;
-    wl_feed<K>(mine, thr, ok ? __ldg(cand + q * n + b + lane) : PTG_EMPTY, ok, lane);
+  for (i64 b = threadIdx.x - lane; b < n; b += 256 * 4) {  // warp-uniform; 4 loads in flight
+    i64 v[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const i64 i = b + 256 * u + lane;
+      v[u] = i < n ? __ldg(cand + q * n + i) : PTG_EMPTY;
+    }
+#pragma unroll
+    for (int u = 0; u < 4; ++u) wl_feed_k(mine, thr, v[u], b + 256 * u + lane < n, lane, k - 1);
   }
   wl_block<K>(mine, best);
   __syncthreads();

@@ -91,3 +91,14 @@ def test_k_out_of_range_raises(backend, rng, k):
     mem, q = TernaryVec.from_array(trits(rng, (7, 50))), TernaryVec.from_array(trits(rng, 50))
     with pytest.raises(ValueError, match="k="):
         tg.search(q, mem, k=k, backend=backend)
+
+
+@pytest.mark.parametrize("nq", [1, 20])
+@pytest.mark.parametrize("k", [16, 32])
+def test_ties_across_many_blocks(backend, rng, nq, k):
+    """Two distinct rows over 6,000 rows (many blocks of rows and tiles on every backend): each
+    block's best scores tie with every other block's."""
+    base = trits(rng, (2, 40))
+    mem = base[rng.integers(0, 2, 6000)]
+    check(backend, trits(rng, (nq, 40)), mem, k)
+    check(backend, np.repeat(base[:1], nq, axis=0), mem, k)

@@ -8,7 +8,10 @@ From :data:`MMA_FROM_Q` queries on, the scores come from ``search_mma``: 1-bit t
 memory, measured slower and stays for the benchmarks). One query: ``search_scan_cp`` (rows copied
 into shared memory by ``cp.async``; planes at a 16-byte aligned address), else ``search_scan``
 (16-byte reads) or ``search_popc`` (4-byte reads, any alignment). The top-k is two passes
-(``topk_scores`` per block of rows, ``topk_merge`` per query) for k <= 64; a larger k sorts the
+(``topk_scores`` per block of rows, ``topk_merge`` per query) for k <= 64; for k <= 32 the first
+pass is fused into ``search_scan_cp`` (one query) and, at the widths :data:`FUSED_NT` names, into
+``search_mma`` (search_fused.py: no score matrix, one launch fewer), unless :data:`FUSE` is off;
+a larger k sorts the
 int32 scores (``CudaBackend._topk``). Rows of 2^30 trits or more, or 2^31 rows or more, take the
 previous path (``_dot`` then ``_topk``), whose int64 scores cannot overflow. Measurements:
 ``benchmarks/results/search_cuda_notes.md``.
@@ -16,9 +19,12 @@ previous path (``_dot`` then ``_topk``), whose int64 scores cannot overflow. Mea
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
-from . import kernels
+from ...shaders import load_source
+from . import kernels, search_fused
 
 #: (NT, MT, WARPS, G) instantiations of search_mma: 8 NT queries a block, 16 MT rows a warp, WARPS
 #: warps a block, G k-steps of 256 trits loaded while the previous G multiply.
@@ -37,23 +43,45 @@ SCAN_CP_STAGES = (3, 5)
 #: top-k list lengths the top-k kernels are instantiated for (k above the largest: a sort); up to
 #: 32 a warp's list lies across its lanes, 64 is one list a thread.
 TOPK_K = (16, 32, 64)
+#: list lengths of the fused kernels (search_mma for each MMA_PICK variant, search_scan_cp at
+#: FUSED_SCAN_STAGES): k <= 32 is fused.
+FUSED_K = (16, 32)
+FUSED_SCAN_STAGES = (3,)
 
 SEARCH = kernels.ModuleSpec("vsa_search", "vsa_search.cu", {
     **{"mma{}_{}_{}_{}".format(*v): "ptg::search_mma<{}, {}, {}, {}>".format(*v)
        for v in REG_VARIANTS},
+    **{"mma{}_{}_{}_{}_k{}".format(*v, kk): "ptg::search_mma<{}, {}, {}, {}, {}>".format(*v, kk)
+       for v in dict.fromkeys(MMA_PICK.values()) for kk in FUSED_K},
     **{f"scan{u}{g}": f"ptg::search_scan<{u}, {'false' if g else 'true'}>" for u in SCAN_U
        for g in ("", "g")},
-    "popc": "ptg::search_popc"})
+    "popc": "ptg::search_popc"}, extra=load_source("cuda", "vsa_topk.cu"))
 SEARCH_CP = kernels.ModuleSpec("vsa_search_cp", "vsa_search_cp.cu", {
     **{"cp{}_{}_{}".format(*v[1:]): "ptg::search_mma_cp<{}, {}, {}>".format(*v[1:])
        for v in CP_VARIANTS},
-    **{f"scan_cp{st}": f"ptg::search_scan_cp<{st}>" for st in SCAN_CP_STAGES}})
+    **{f"scan_cp{st}": f"ptg::search_scan_cp<{st}>" for st in SCAN_CP_STAGES},
+    **{f"scan_cp{st}_k{kk}": f"ptg::search_scan_cp<{st}, {kk}>" for st in FUSED_SCAN_STAGES
+       for kk in FUSED_K}}, extra=load_source("cuda", "vsa_topk.cu"))
 TOPK = kernels.ModuleSpec("vsa_topk", "vsa_topk.cu", {
     **{f"topk{k}": f"ptg::topk_scores{'_w' if k <= 32 else ''}<{k}>" for k in TOPK_K},
     **{f"merge{k}": f"ptg::topk_merge{'_w' if k <= 32 else ''}<{k}>" for k in TOPK_K}})
 #: every module of this file (``backends.cuda.module_specs`` adds them for the nvcc compile test).
 SPECS = (SEARCH, SEARCH_CP, TOPK)
 
+#: k <= 32: the top-k's first pass inside the scoring kernel (search_fused.py); False: the scores
+#: written out and read back by topk_scores (benchmarks compare the two).
+FUSE = True
+#: query tile widths NT whose search_mma runs fused: none (H200, v8: the unfused kernel and its
+#: k-lane top-k pass beat the fused kernel from 2 to 64 queries by 16-26 us: the list insertions,
+#: serial within a warp at 8 warps a SM, cost more than the score round trip; the one-query scan
+#: is fused, 23 us faster). Tests and benchmarks set (1, 2, 4, 8).
+FUSED_NT: tuple[int, ...] = ()
+#: fused search_mma: two buffers for a round's scores (one barrier a round instead of two) where
+#: shared memory holds them without an extra chunk of the query planes (H200, v8, 64 queries with
+#: int16 scores: 0.375 against 0.390 ms; v7, int32, 227 KB of shared memory: 0.512, L1 starved).
+DOUBLE_BUFFER = True
+#: fused search_mma: a round's scores as int16 in shared memory where |score| <= dim < 2^15.
+NARROW = True
 #: "auto" (by query count), "mma", "scan" or "popc" (always that scoring kernel; "scan" where it
 #: can run: one query, aligned planes; else as "auto"), "old" (``_dot`` then ``_topk``, the path
 #: before this module). Read at every call; benchmarks switch it.
@@ -67,12 +95,15 @@ VARIANT = None
 SCAN = "cp3"
 #: dynamic shared memory a search_mma block may take (the query planes of a chunk of the row).
 SMEM_BUDGET = 200 * 1024
+#: unused dynamic shared memory added to an unfused search_mma block (benchmarks: the L1 it costs).
+SMEM_PAD = 0
 #: bytes of int32 scores one pass over the memory holds (more queries: several passes).
 SCORES_BUDGET = 1 << 28
 #: scores a thread of topk_scores takes (its block: 256 threads).
 TOPK_PER_THREAD = 64
 
 _I32 = 2**31 - 1
+_NULL, _ZERO = np.uint64(0), np.int32(0)  # the unfused kernels' candidate pointer, k, flags
 _smem_allowed: dict[int, int] = {}
 
 
@@ -88,6 +119,10 @@ def search(be, qp, qn, mp, mn, k: int):
     if ENGINE == "old" or w * 32 >= 2**30 or m >= _I32:
         return be._topk(be._dot(qp, qn, mp, mn), k)
     kb = next((x for x in TOPK_K if x >= k), None)
+    if FUSE and kb in FUSED_K:
+        out = search_fused.search(be, sys.modules[__name__], qp, qn, mp, mn, k, kb)
+        if out is not None:
+            return out
     group = max(1, min(q, SCORES_BUDGET // (4 * m), 65535))
     if group < q and group > 64:
         group -= group % 64
@@ -119,7 +154,8 @@ def scores(be, qp, qn, mp, mn):
                 fn = kernels.function(SEARCH_CP, f"scan_cp{stages}")
                 _allow_smem(fn, smem)
                 fn((max(1, min(_cdiv(m, 8), sms * 2)),), (256,),
-                   (mp, mn, qp, qn, s, np.int64(m), np.int64(w), np.int32(span)), shared_mem=smem)
+                   (mp, mn, qp, qn, s, np.int64(m), np.int64(w), np.int32(span), _NULL, _ZERO),
+                   shared_mem=smem)
                 return s
         u = SCAN if isinstance(SCAN, int) else SCAN_U[-1]
         qsh = 8 * w <= 48 * 1024  # the query's planes in shared memory
@@ -152,12 +188,13 @@ def _mma(be, variant, qp, qn, mp, mn, s) -> None:
     budget = min(SMEM_BUDGET, 227 * 1024 - staging - 1024)
     cs = max(1, min(steps, budget // (nt * 512)))  # k-steps of 8 words in shared memory
     cs = _cdiv(steps, _cdiv(steps, cs))  # chunks of equal length
-    smem = cs * nt * 512 + staging
+    smem = cs * nt * 512 + staging + SMEM_PAD
     _allow_smem(fn, smem)
     per_sm = max(1, min(2048 // (32 * warps), (227 * 1024) // (smem + 1024)))
     gx = max(1, min(_cdiv(_cdiv(m, rows), warps), be._sm_count() * per_sm))
-    fn((gx, _cdiv(q, 8 * nt)), (32 * warps,), (mp, mn, qp, qn, s, np.int64(m), np.int64(q),
-                                               np.int64(w), np.int32(8 * cs)), shared_mem=smem)
+    args = (mp, mn, qp, qn, s, np.int64(m), np.int64(q), np.int64(w), np.int32(8 * cs))
+    tail = () if variant[0] == "cp" else (_NULL, _ZERO, _ZERO, _ZERO)  # no list, k, dbl, narrow
+    fn((gx, _cdiv(q, 8 * nt)), (32 * warps,), args + tail, shared_mem=smem)
 
 
 def _allow_smem(fn, nbytes: int) -> None:
@@ -172,19 +209,20 @@ def _allow_smem(fn, nbytes: int) -> None:
 
 def topk(be, s, k: int, kb: int, idx, val) -> None:
     """The k (<= kb) best of each row of the int32 scores ``s`` into ``idx`` and ``val``."""
-    cand = topk_blocks(be, s, kb)
+    cand = topk_blocks(be, s, kb, k)
     topk_merge(cand, k, idx, val)
 
 
-def topk_blocks(be, s, kb: int):
-    """(Q, blocks, kb) int64 keys: the kb best of each block of rows (at least 2 blocks a SM)."""
+def topk_blocks(be, s, kb: int, k: int | None = None):
+    """(Q, blocks, kb) int64 keys: the kb best of each block of rows (at least 2 blocks a SM); the
+    first k (default kb) of each are exact, the rest real keys (kb <= 32: the lists kept to k)."""
     q, m = s.shape
     chunks = max(_cdiv(m, 256 * TOPK_PER_THREAD), min(_cdiv(m, 2048), _cdiv(2 * be._sm_count(), q)))
     chunk = _cdiv(m, chunks)
     chunks = _cdiv(m, chunk)
     cand = be._cp.empty((q, chunks, kb), np.int64)
-    kernels.function(TOPK, f"topk{kb}")((chunks, q), (256,), (s, cand, np.int64(m),
-                                                                 np.int64(chunk)))
+    kernels.function(TOPK, f"topk{kb}")((chunks, q), (256,), (s, cand, np.int64(m), np.int64(chunk))
+                                        + ((np.int32(k or kb),) if kb <= 32 else ()))
     return cand
 
 
@@ -195,5 +233,5 @@ def topk_merge(cand, k: int, idx, val) -> None:
                                                           np.int32(k)))
 
 
-__all__ = ["ENGINE", "MMA_FROM_Q", "MMA_PICK", "MMA_VARIANTS", "SEARCH", "SPECS", "TOPK", "TOPK_K",
-           "VARIANT", "scores", "search", "topk", "topk_blocks", "topk_merge"]
+__all__ = ["ENGINE", "FUSE", "FUSED_K", "MMA_FROM_Q", "MMA_PICK", "MMA_VARIANTS", "SEARCH", "SPECS",
+           "TOPK", "TOPK_K", "VARIANT", "scores", "search", "topk", "topk_blocks", "topk_merge"]

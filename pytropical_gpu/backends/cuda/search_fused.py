@@ -1,0 +1,132 @@
+"""Item-memory search with the top-k's first pass inside the scoring kernel (k <= 32):
+``search_mma`` and ``search_scan_cp`` with ``K > 0`` keep warp-wide lists of the best (score, row)
+keys and write only each block's K best per query (no (Q, M) score matrix, one launch fewer);
+``topk_merge_w`` then takes each query's k best of its blocks' lists. Ties go to the smaller row
+in both passes (a key is the score, then the complement of the row).
+
+A call's launch plan (kernels, grids, shared memory, scalar arguments) is computed once per shape
+and switch setting and kept; the candidate lists go to a buffer kept per device and stream
+(rewritten in full by every call, so stream order makes reuse safe; kept by the stream's handle). Used by
+``search_launch.search``, which passes itself in: the switches (ENGINE, VARIANT, SCAN, ...) are
+read from there at every call.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import kernels
+
+#: candidate buffers up to this many bytes are kept between calls (larger: allocated per call).
+CAND_KEEP = 1 << 24
+#: launch plans kept (the table is emptied when it reaches this many shapes).
+PLANS_KEEP = 256
+
+_NULL = np.uint64(0)  # the unused score pointer
+_plans: dict[tuple, tuple | None] = {}
+_cand: dict[tuple, object] = {}
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def search(be, sl, qp, qn, mp, mn, k: int, kb: int):
+    """(idx, vals) int64 (Q, k), or None where the fused kernels do not apply (the caller then
+    takes the unfused path): the one-query kernel is not search_scan_cp at a fused STAGES, or the
+    scores would come from search_popc, or the tensor-core variant is not fused (VARIANT not an
+    MMA_PICK value, or its NT not in FUSED_NT). ``sl``: the search_launch module (its switches
+    and module specs; passed in, not imported, so the two modules form no import cycle)."""
+    cp = be._cp
+    q, w = qp.shape
+    m = mp.shape[0]
+    aligned = mp.data.ptr % 16 == 0 and mn.data.ptr % 16 == 0
+    dev = cp.cuda.runtime.getDevice()
+    key = (dev, q, w, m, kb, aligned, sl.ENGINE, sl.VARIANT, sl.SCAN, sl.MMA_FROM_Q,
+           sl.SMEM_BUDGET, sl.SCORES_BUDGET, sl.DOUBLE_BUFFER, sl.FUSED_NT, sl.NARROW)
+    plan = _plans.get(key)
+    if plan is None:
+        if key in _plans:
+            return None
+        if len(_plans) >= PLANS_KEEP:
+            _plans.clear()
+        plan = _plans[key] = _plan(be, sl, q, w, m, kb, aligned)
+        if plan is None:
+            return None
+    fn, grid, block, smem, (pre, with_q, post, last), group, per_query, merge, n = plan
+    out = cp.empty((2, q, k), np.int64)  # idx, vals: one allocation
+    idx, val = out[0], out[1]
+    nbytes = 8 * min(q, group) * per_query
+    skey = (dev, cp.cuda.get_current_stream().ptr)
+    cand = _cand.get(skey)
+    if cand is None or cand.size < nbytes // 8:
+        cand = cp.empty(nbytes // 8, np.int64)
+        if nbytes <= CAND_KEEP:
+            _cand[skey] = cand
+    kk = np.int32(k)
+    if group >= q:
+        fn((grid[0], _cdiv(q, grid[1])), block,
+           (mp, mn, qp, qn, _NULL, *pre, *with_q, *post, cand, kk, *last), shared_mem=smem)
+        merge((q,), (256,), (cand, n, idx, val, kk))
+        return idx, val
+    for q0 in range(0, q, group):
+        q1 = min(q, q0 + group)
+        fn((grid[0], _cdiv(q1 - q0, grid[1])), block, (mp, mn, qp[q0:q1], qn[q0:q1], _NULL, *pre,
+                                                       np.int64(q1 - q0), *post, cand, kk, *last),
+           shared_mem=smem)
+        merge((q1 - q0,), (256,), (cand, n, idx[q0:q1], val[q0:q1], kk))
+    return idx, val
+
+
+def _plan(be, sl, q: int, w: int, m: int, kb: int, aligned: bool):
+    """(fn, (gx, queries a block), block, smem, (scalar args before the query count, the count
+    (none for the one-query kernel), after it, after k), query group, candidates a query, merge
+    fn, merge n), or None."""
+    sms = be._sm_count()
+    merge = kernels.function(sl.TOPK, f"merge{kb}")
+    if q == 1 and aligned and (sl.ENGINE == "scan" or (sl.ENGINE == "auto" and q < sl.MMA_FROM_Q)):
+        if not isinstance(sl.SCAN, str) or int(sl.SCAN[2:]) not in sl.FUSED_SCAN_STAGES:
+            return None
+        stages, span = int(sl.SCAN[2:]), _cdiv(w, 4) + 1
+        smem = 16 * _cdiv(2 * w, 4) + 8 * stages * 2 * span * 16
+        if smem > 110 * 1024:
+            return None
+        fn = kernels.function(sl.SEARCH_CP, f"scan_cp{stages}_k{kb}")
+        sl._allow_smem(fn, smem)
+        gx = max(1, min(_cdiv(m, 8), sms * 2))
+        return (fn, (gx, 1), (256,), smem, ((np.int64(m),), (), (np.int64(w), np.int32(span)), ()),
+                1, gx * kb, merge, np.int64(gx * kb))
+    if sl.ENGINE not in ("mma", "auto") or (sl.ENGINE == "auto" and q < sl.MMA_FROM_Q):
+        return None
+    nt = 1 if q <= 8 else 2 if q <= 16 else 4 if q <= 32 else 8
+    variant = sl.VARIANT or sl.MMA_PICK[nt]
+    if variant not in sl.MMA_PICK.values() or variant[0] not in sl.FUSED_NT:
+        return None
+    nt, mt, warps, g = variant
+    steps, rows = _cdiv(w, 8), 16 * mt
+    narrow = int(sl.NARROW and 32 * w < 2**15)  # int16 scores: |score| <= dim <= 32 w
+    stage = 8 * nt * (warps * rows + 4) * (2 if narrow else 4)  # a round's scores
+
+    def chunk(nbuf: int) -> int:  # k-steps of the query planes a chunk
+        budget = min(sl.SMEM_BUDGET, 227 * 1024 - nbuf * stage - 1024)
+        cs = max(1, min(steps, budget // (nt * 512)))
+        return _cdiv(steps, _cdiv(steps, cs))
+
+    # two score buffers (one barrier a round) where they cost no extra chunk of the query planes
+    dbl = int(sl.DOUBLE_BUFFER and _cdiv(steps, chunk(2)) == _cdiv(steps, chunk(1)))
+    cs = chunk(1 + dbl)
+    smem = cs * nt * 512 + (1 + dbl) * stage
+    fn = kernels.function(sl.SEARCH, f"mma{nt}_{mt}_{warps}_{g}_k{kb}")
+    sl._allow_smem(fn, smem)
+    per_sm = max(1, min(2048 // (32 * warps), (227 * 1024) // (smem + 1024)))
+    gx = max(1, min(_cdiv(_cdiv(m, rows), warps), sms * per_sm))
+    per_query = gx * kb
+    group = q if 8 * q * per_query <= sl.SCORES_BUDGET else max(
+        8 * nt, sl.SCORES_BUDGET // (8 * per_query) // (8 * nt) * (8 * nt))
+    group = min(group, 65535 * 8 * nt)
+    scalars = ((np.int64(m),), (np.int64(q),), (np.int64(w), np.int32(8 * cs)),
+               (np.int32(dbl), np.int32(narrow)))
+    return fn, (gx, 8 * nt), (32 * warps,), smem, scalars, group, per_query, merge, np.int64(per_query)
+
+
+__all__ = ["CAND_KEEP", "PLANS_KEEP", "search"]
