@@ -42,7 +42,7 @@ from pytropical_gpu import route_table as rt  # noqa: E402
 from pytropical_gpu.bench.harness import git_commit, host_tag  # noqa: E402
 from pytropical_gpu.calibration import OPS, calibrate  # noqa: E402
 from pytropical_gpu.routing import usable_backends  # noqa: E402
-from pytropical_gpu.thresholds import describe_backend  # noqa: E402
+from pytropical_gpu.thresholds import Thresholds, describe_backend  # noqa: E402
 
 #: sizes issue 13 measured that the calibration sweep steps over (step units of calibration_cases)
 EXTRA = {"dot": (1 << 17,)}  # 2^22 trits per vector
@@ -164,7 +164,8 @@ def run(ops: list[str], budget: float, repeats: int, cell_s: float, progress: bo
     here = usable_backends(include_software=True)  # everything that runs here
     eligible = usable_backends()  # what auto may route to
     t0 = time.perf_counter()
-    cal = calibrate(progress=progress, save=False)
+    # through JSON, as the next context loads a saved calibration from the cache
+    cal = Thresholds.from_json(calibrate(progress=progress, save=False).to_json())
     cal_s = time.perf_counter() - t0
     bench = _Bench(here, eligible, cal, repeats, cell_s)
     ctx_cal, ctx_def = bench.ctx["auto"], bench.ctx["auto_defaults"]

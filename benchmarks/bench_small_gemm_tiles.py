@@ -49,9 +49,9 @@ def _choose(variant):
         return orig
     kname, kp = VARIANTS[variant]
 
-    def choose(m, n, k, argmax):
+    def choose(m, n, k, argmax, *args, **kwargs):  # the library's signature, whatever it grows
         if argmax:
-            return orig(m, n, k, argmax)
+            return orig(m, n, k, argmax, *args, **kwargs)
         return kname, dict(kp, ARGMAX=False)
     return choose
 
