@@ -160,7 +160,8 @@ def test_numpy_default_integers_work_without_naming_a_backend():
 
 
 def test_auto_routes_int64_away_from_wgpu(monkeypatch):
-    """A context whose GPU is wgpu sends int64/float64 to cpu and float32 to wgpu."""
+    """A context whose GPU is wgpu sends int64/float64 away from it (to cuda where cuda runs, else
+    cpu) and float32 to wgpu."""
     from pytropical_gpu.backends import get_backend, probe
 
     if not probe("wgpu")[0]:
@@ -168,14 +169,15 @@ def test_auto_routes_int64_away_from_wgpu(monkeypatch):
     ctx = HybridContext(cpu_threshold=0)
     ctx._gpu = "wgpu"
     calls = []
-    for name in ("cpu", "wgpu"):
+    wide = "cuda" if probe("cuda")[0] else "cpu"
+    for name in ("cpu", "wgpu") + (("cuda",) if wide == "cuda" else ()):
         be = get_backend(name)
         monkeypatch.setattr(be, "matmul", lambda *a, _n=name, _f=be.matmul, **k: (calls.append(_n),
                                                                                     _f(*a, **k))[1])
     ctx.matmul(np.ones((2, 2), np.int64), np.ones((2, 2), np.int64))
     ctx.matmul(np.ones((2, 2), np.float64), np.ones((2, 2), np.float64))
     ctx.matmul(np.ones((2, 2), np.float32), np.ones((2, 2), np.float32))
-    assert calls == ["cpu", "cpu", "wgpu"]
+    assert calls == [wide, wide, "wgpu"]
 
 
 # ------------------------------------------------------------------------------------ out=
