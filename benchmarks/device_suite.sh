@@ -7,14 +7,16 @@ set -o pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 export PYTROPICAL_TEST_SEED=${PYTROPICAL_TEST_SEED:-$RANDOM}  # one seed for every xdist worker
+# 14 workers on the 16-core lease: at 8 the two suites (6,900 + 1,800 tests) outran one 10-minute call
+WORKERS=${WORKERS:-14}
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 # the wheel test needs hatchling and no network: it runs in CI, not here
 SECONDS=0
-PYTROPICAL_REQUIRE=wgpu,cuda python3 -m pytest tests -q -p no:cacheprovider -n 8 \
+PYTROPICAL_REQUIRE=wgpu,cuda python3 -m pytest tests -q -p no:cacheprovider -n "$WORKERS" \
   --ignore=tests/test_packaging.py 2>&1 | tee "$OUT/suite_wgpupy_cuda.log" | tail -4
 echo "suite (wgpu-py + cuda): ${SECONDS}s"
 SECONDS=0
-PYTROPICAL_WEBGPU=dawn PYTROPICAL_REQUIRE=wgpu,dawn python3 -m pytest tests -q -p no:cacheprovider -n 8 \
+PYTROPICAL_WEBGPU=dawn PYTROPICAL_REQUIRE=wgpu,dawn python3 -m pytest tests -q -p no:cacheprovider -n "$WORKERS" \
   --ignore=tests/test_packaging.py --ignore=tests/test_cuda_compile.py -k "wgpu or dawn or webgpu" \
   2>&1 | tee "$OUT/suite_dawn.log" | tail -4
 echo "suite (wgpu on Dawn): ${SECONDS}s"
