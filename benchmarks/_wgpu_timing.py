@@ -100,15 +100,7 @@ def cupy_or_none():
 
 
 def cupy_seconds(cp, fn, reps: int) -> float:
-    fn()
-    cp.cuda.Device().synchronize()
-    ts = []
-    for _ in range(5):
-        s, e = cp.cuda.Event(), cp.cuda.Event()
-        s.record()
-        for _ in range(reps):
-            fn()
-        e.record()
-        e.synchronize()
-        ts.append(cp.cuda.get_elapsed_time(s, e) / 1e3 / reps)
-    return float(np.median(ts))
+    """Median seconds of one call of ``fn`` (5 rounds of ``reps`` calls between CUDA events)."""
+    from pytropical_gpu.bench.gputime import cupy_time
+
+    return cupy_time(cp, fn, reps, repeats=5).median
