@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Sequence
@@ -33,10 +34,10 @@ _OPTIONAL_FEATURES = ("subgroup", "shader-f16", "timestamp-query")
 
 def _wgpu():
     import wgpu
-
     return wgpu
 
 
+@functools.cache  # once per process, not per submit (the imports cost ~1.4 us a call)
 def _raw():
     """wgpu-py's cffi handle and wgpu-native library; None off the tested 0.32 line (object API)."""
     try:
