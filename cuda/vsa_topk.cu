@@ -1,7 +1,8 @@
 // Top-k of int32 scores for pytropical_gpu's item-memory search (cuda/vsa_search*.cu make the
 // scores): the k best rows per query, best first, ties to the smaller row. Two passes:
 // topk_scores (the K best of each block of rows) and topk_merge (the k best of a query's blocks);
-// K <= 32 keeps each warp's list across its lanes (the _w kernels), K = 64 one list a thread.
+// K <= 32 keeps each warp's list across its lanes (the _w kernels), K = 64 one list a thread;
+// topk_one_w does both in one launch (the last block of a query merges, last_of below).
 
 namespace ptg {
 
@@ -14,6 +15,12 @@ typedef long long i64;
 
 __device__ __forceinline__ i64 key_of(int score, i64 row) {
   return (i64)(((unsigned long long)(long long)score << 32) | (0xffffffffu - (unsigned)row));
+}
+
+// A key's row and score into idx[i], val[i].
+__device__ __forceinline__ void put_key(long long* idx, long long* val, int i, i64 key) {
+  idx[i] = (i64)(0xffffffffu - (unsigned)(key & 0xffffffffLL));
+  val[i] = key >> 32;
 }
 
 // l: descending, K long; key goes in if it beats the last.
@@ -101,11 +108,7 @@ topk_merge(const i64* __restrict__ cand, i64 n, long long* __restrict__ idx,
   for (i64 i = threadIdx.x; i < n; i += 256) insert<K>(l, __ldg(cand + q * n + i));
   block_merge<K>(l, best);
   __syncthreads();
-  if (threadIdx.x < k) {
-    const i64 key = best[threadIdx.x];
-    idx[q * k + threadIdx.x] = (i64)(0xffffffffu - (unsigned)(key & 0xffffffffLL));
-    val[q * k + threadIdx.x] = key >> 32;
-  }
+  if (threadIdx.x < k) put_key(idx + q * k, val + q * k, threadIdx.x, best[threadIdx.x]);
 }
 
 // ---------------------------------------------------------------------------- warp lists, K <= 32
@@ -157,34 +160,29 @@ __device__ __forceinline__ void wl_block(i64 mine, i64* out) {
   }
 }
 
-// As topk_scores, with warp lists (K <= 32) kept to their first k lanes.
-template <int K>
-__global__ void __launch_bounds__(256)
-topk_scores_w(const int* __restrict__ S, i64* __restrict__ cand, i64 M, i64 chunk, int k) {
-  const i64 q = blockIdx.y, c = blockIdx.x;
-  const i64 lo = c * chunk, hi = min(M, lo + chunk);
-  const int* s = S + q * M;
+// The K best keys (k <= K exact) of scores S[lo, hi) of one query into the warp list mine
+// (warp-uniform loop; 8 loads in flight a lane). ST: int, or short where |score| < 2^15.
+template <typename ST>
+__device__ __forceinline__ void wl_scan(const ST* __restrict__ s, i64 lo, i64 hi, i64& mine, int k) {
   const int lane = threadIdx.x & 31;
-  i64 mine = PTG_EMPTY, thr = PTG_EMPTY;
-  for (i64 b = lo + threadIdx.x - lane; b < hi; b += 256 * 8) {  // warp-uniform; 8 loads in flight
+  i64 thr = PTG_EMPTY;
+  for (i64 b = lo + threadIdx.x - lane; b < hi; b += 256 * 8) {
     const i64 r0 = b + lane;
     int v[8];
 #pragma unroll
-    for (int u = 0; u < 8; ++u) v[u] = r0 + 256 * u < hi ? __ldg(s + r0 + 256 * u) : 0;
+    for (int u = 0; u < 8; ++u) v[u] = r0 + 256 * u < hi ? (int)__ldg(s + r0 + 256 * u) : 0;
 #pragma unroll
     for (int u = 0; u < 8; ++u)
       wl_feed_k(mine, thr, key_of(v[u], r0 + 256 * u), r0 + 256 * u < hi, lane, k - 1);
   }
-  wl_block<K>(mine, cand + (q * gridDim.x + c) * K);
 }
 
-// As topk_merge, with warp lists (K <= 32) kept to their first k lanes.
+// The k best of n candidate keys cand[0..n) into idx[0..k), val[0..k) (one block of 256
+// threads). Loads through L2 (__ldcg): the keys may come from other blocks of the same kernel.
 template <int K>
-__global__ void __launch_bounds__(256)
-topk_merge_w(const i64* __restrict__ cand, i64 n, long long* __restrict__ idx,
-             long long* __restrict__ val, int k) {
+__device__ __forceinline__ void merge_keys(const i64* cand, i64 n, long long* idx, long long* val,
+                                           int k) {
   __shared__ i64 best[K];
-  const i64 q = blockIdx.x;
   const int lane = threadIdx.x & 31;
   i64 mine = PTG_EMPTY, thr = PTG_EMPTY;
   for (i64 b = threadIdx.x - lane; b < n; b += 256 * 4) {  // warp-uniform; 4 loads in flight
@@ -192,18 +190,62 @@ topk_merge_w(const i64* __restrict__ cand, i64 n, long long* __restrict__ idx,
 #pragma unroll
     for (int u = 0; u < 4; ++u) {
       const i64 i = b + 256 * u + lane;
-      v[u] = i < n ? __ldg(cand + q * n + i) : PTG_EMPTY;
+      v[u] = i < n ? __ldcg(cand + i) : PTG_EMPTY;
     }
 #pragma unroll
     for (int u = 0; u < 4; ++u) wl_feed_k(mine, thr, v[u], b + 256 * u + lane < n, lane, k - 1);
   }
   wl_block<K>(mine, best);
   __syncthreads();
-  if (threadIdx.x < k) {
-    const i64 key = best[threadIdx.x];
-    idx[q * k + threadIdx.x] = (i64)(0xffffffffu - (unsigned)(key & 0xffffffffLL));
-    val[q * k + threadIdx.x] = key >> 32;
+  if (threadIdx.x < k) put_key(idx, val, threadIdx.x, best[threadIdx.x]);
+}
+
+// True in the block that arrives last of n blocks counting on *counter; every block's global
+// writes before the call are then visible to it (fence, barrier, atomic), and it puts the
+// counter back to 0 for the next launch on the stream (the launches of one counter are ordered).
+__device__ __forceinline__ bool last_of(unsigned* counter, unsigned n) {
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    last = atomicAdd(counter, 1u) == n - 1;
+    if (last) *counter = 0u;
   }
+  __syncthreads();
+  return last;
+}
+
+// As topk_scores, with warp lists (K <= 32) kept to their first k lanes.
+template <int K, typename ST = int>
+__global__ void __launch_bounds__(256)
+topk_scores_w(const ST* __restrict__ S, i64* __restrict__ cand, i64 M, i64 chunk, int k) {
+  const i64 q = blockIdx.y, c = blockIdx.x;
+  i64 mine = PTG_EMPTY;
+  wl_scan<ST>(S + q * M, c * chunk, min(M, c * chunk + chunk), mine, k);
+  wl_block<K>(mine, cand + (q * gridDim.x + c) * K);
+}
+
+// topk_scores_w and topk_merge_w in one launch: the last of a query's blocks (counters[q]) merges
+// its candidates into idx, val.
+template <int K, typename ST = int>
+__global__ void __launch_bounds__(256)
+topk_one_w(const ST* __restrict__ S, i64* __restrict__ cand, i64 M, i64 chunk, int k,
+           long long* __restrict__ idx, long long* __restrict__ val, unsigned* __restrict__ counters) {
+  const i64 q = blockIdx.y, c = blockIdx.x;
+  i64 mine = PTG_EMPTY;
+  wl_scan<ST>(S + q * M, c * chunk, min(M, c * chunk + chunk), mine, k);
+  i64* qc = cand + q * gridDim.x * K;
+  wl_block<K>(mine, qc + c * K);
+  if (last_of(counters + q, gridDim.x)) merge_keys<K>(qc, (i64)gridDim.x * K, idx + q * k, val + q * k, k);
+}
+
+// As topk_merge, with warp lists (K <= 32) kept to their first k lanes.
+template <int K>
+__global__ void __launch_bounds__(256)
+topk_merge_w(const i64* __restrict__ cand, i64 n, long long* __restrict__ idx,
+             long long* __restrict__ val, int k) {
+  const i64 q = blockIdx.x;
+  merge_keys<K>(cand + q * n, n, idx + q * k, val + q * k, k);
 }
 
 }  // namespace ptg

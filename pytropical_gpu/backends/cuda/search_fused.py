@@ -1,8 +1,10 @@
 """Item-memory search with the top-k's first pass inside the scoring kernel (k <= 32):
 ``search_mma`` and ``search_scan_cp`` with ``K > 0`` keep warp-wide lists of the best (score, row)
 keys and write only each block's K best per query (no (Q, M) score matrix, one launch fewer);
-``topk_merge_w`` then takes each query's k best of its blocks' lists. Ties go to the smaller row
-in both passes (a key is the score, then the complement of the row).
+``topk_merge_w`` then takes each query's k best of its blocks' lists; in the one-query scan with
+``LAST_MERGE``, the last of its blocks to finish does that merge instead (an atomic counter kept per
+device and stream, put back to 0 by that block): one launch. Ties go to the smaller row in both
+passes (a key is the score, then the complement of the row).
 
 A call's launch plan (kernels, grids, shared memory, scalar arguments) is computed once per shape
 and switch setting and kept; the candidate lists go to a buffer kept per device and stream
@@ -25,6 +27,7 @@ PLANS_KEEP = 256
 _NULL = np.uint64(0)  # the unused score pointer
 _plans: dict[tuple, tuple | None] = {}
 _cand: dict[tuple, object] = {}
+_counters: dict[tuple, object] = {}
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -43,7 +46,7 @@ def search(be, sl, qp, qn, mp, mn, k: int, kb: int):
     aligned = mp.data.ptr % 16 == 0 and mn.data.ptr % 16 == 0
     dev = cp.cuda.runtime.getDevice()
     key = (dev, q, w, m, kb, aligned, sl.ENGINE, sl.VARIANT, sl.SCAN, sl.MMA_FROM_Q,
-           sl.SMEM_BUDGET, sl.SCORES_BUDGET, sl.DOUBLE_BUFFER, sl.FUSED_NT, sl.NARROW)
+           sl.SMEM_BUDGET, sl.SCORES_BUDGET, sl.DOUBLE_BUFFER, sl.FUSED_NT, sl.NARROW, sl.LAST_MERGE)
     plan = _plans.get(key)
     if plan is None:
         if key in _plans:
@@ -64,6 +67,13 @@ def search(be, sl, qp, qn, mp, mn, k: int, kb: int):
         if nbytes <= CAND_KEEP:
             _cand[skey] = cand
     kk = np.int32(k)
+    if merge is None:  # the one-query scan merges in its last block
+        cnt = _counters.get(skey)
+        if cnt is None:
+            cnt = _counters[skey] = cp.zeros(1, np.uint32)
+        fn((grid[0], 1), block, (mp, mn, qp, qn, _NULL, *pre, *post, cand, kk, idx, val, cnt),
+           shared_mem=smem)
+        return idx, val
     if group >= q:
         fn((grid[0], _cdiv(q, grid[1])), block,
            (mp, mn, qp, qn, _NULL, *pre, *with_q, *post, cand, kk, *last), shared_mem=smem)
@@ -81,7 +91,7 @@ def search(be, sl, qp, qn, mp, mn, k: int, kb: int):
 def _plan(be, sl, q: int, w: int, m: int, kb: int, aligned: bool):
     """(fn, (gx, queries a block), block, smem, (scalar args before the query count, the count
     (none for the one-query kernel), after it, after k), query group, candidates a query, merge
-    fn, merge n), or None."""
+    fn (None: the one-query kernel merges in its last block), merge n), or None."""
     sms = be._sm_count()
     merge = kernels.function(sl.TOPK, f"merge{kb}")
     if q == 1 and aligned and (sl.ENGINE == "scan" or (sl.ENGINE == "auto" and q < sl.MMA_FROM_Q)):
@@ -94,8 +104,9 @@ def _plan(be, sl, q: int, w: int, m: int, kb: int, aligned: bool):
         fn = kernels.function(sl.SEARCH_CP, f"scan_cp{stages}_k{kb}")
         sl._allow_smem(fn, smem)
         gx = max(1, min(_cdiv(m, 8), sms * 2))
-        return (fn, (gx, 1), (256,), smem, ((np.int64(m),), (), (np.int64(w), np.int32(span)), ()),
-                1, gx * kb, merge, np.int64(gx * kb))
+        last = () if sl.LAST_MERGE else (_NULL, _NULL, _NULL)  # no idx, val, counter: merge after
+        return (fn, (gx, 1), (256,), smem, ((np.int64(m),), (), (np.int64(w), np.int32(span)), last),
+                1, gx * kb, None if sl.LAST_MERGE else merge, np.int64(gx * kb))
     if sl.ENGINE not in ("mma", "auto") or (sl.ENGINE == "auto" and q < sl.MMA_FROM_Q):
         return None
     nt = 1 if q <= 8 else 2 if q <= 16 else 4 if q <= 32 else 8
