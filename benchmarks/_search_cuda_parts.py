@@ -100,7 +100,7 @@ def kernels_alone(be, sl, cp, qp, qn, mp, mn, k: int) -> dict[str, tuple[float, 
             out["scores {} NT={} MT={} WARPS={} G={}".format(
                 "int16" if narrow else "int32", *v)] = device_time(
                 cp, _launch(fn, grid, args, block, smem))
-    for tpt in (16, 32, 64, 128):
+    for tpt in (32, 64, 128, 256):
         chunks = max(-(-m // (256 * tpt)), min(-(-m // 2048), -(-2 * be._sm_count() // q)))
         chunk = -(-m // chunks)
         chunks = -(-m // chunk)

@@ -87,17 +87,17 @@ def _paths(nq: int) -> dict:
     paths = {"old": {"ENGINE": "old"}, "new": {"ENGINE": "auto"},
              "new unfused": {"ENGINE": "auto", "FUSE": False}}
     if nq == 1:
-        paths["v8 default (fused scan, merge in a second launch)"] = {"LAST_MERGE": False}
+        paths["fused scan, merge in a second launch"] = {"LAST_MERGE": False}
         paths.update({f"scan {u}": {"ENGINE": "scan", "SCAN": u}
                       for u in (*sl.SCAN_U, *(f"cp{st}" for st in sl.SCAN_CP_STAGES))})
     else:
-        paths["v8 path (int32 scores, 3 launches, no plan)"] = {"PLANNED": False}
+        paths["general path (int32 scores, 3 launches, no plan)"] = {"PLANNED": False}
         paths["planned, int32 scores"] = {"SCORES16": False}
         paths["planned, int16 scores, merge in a second launch"] = {"LAST_MERGE": False}
         every = (1, 2, 4, 8)
         paths["fused at every NT"] = {"ENGINE": "auto", "FUSED_NT": every}
         if nq == 64:
-            for tpt in (16, 32, 128):
+            for tpt in (32, 64, 256):
                 paths[f"planned, top-k {tpt} a thread"] = {"TOPK_PER_THREAD": tpt}
             paths["fused at every NT, two buffers"] = {"ENGINE": "auto", "FUSED_NT": every,
                                                        "DOUBLE_BUFFER": True}
@@ -150,7 +150,7 @@ def run(quick: bool = False, progress=None) -> tuple[list[h.Result], list[str]]:
             results.append(h.Result("search baseline", "cupy", dev, sizes, t_base.median,
                                     t_base.q20, t_base.q80, work, "op", note=BASELINE))
         for name, switches in _paths(nq).items():
-            if not main and name not in ("new", "v8 path (int32 scores, 3 launches, no plan)",
+            if not main and name not in ("new", "general path (int32 scores, 3 launches, no plan)",
                                          "fused at every NT", "popc"):
                 continue
             with _Engine(**switches):
@@ -188,11 +188,11 @@ def _parts(be, cp, q, mem, k, dev, sizes) -> list[h.Result]:
             return be._search(qp, qn, mp, mn, k)
 
     for part, fn in (("kernels, default (be._search on the planes)", lambda: be._search(qp, qn, mp, mn, k)),
-                     ("kernels, v8 path (be._search on the planes)", v8)):
+                     ("kernels, general path (be._search on the planes)", v8)):
         t = _timing(fn)
         out.append(h.Result(f"search part: {part}", "cuda", dev, sizes, t.median, t.q20, t.q80))
     small = _vecs(cp, 256, mem.dim, 7)
-    for name, sw in (("default", {}), ("v8 path", {"PLANNED": False, "LAST_MERGE": False})):
+    for name, sw in (("default", {}), ("general path", {"PLANNED": False, "LAST_MERGE": False})):
         with _Engine(**sw):
             sec = parts.host_per_call(be, cp, q, small, k)
         out.append(h.Result(f"search host time a public call ({name}, 256 memory rows)", "cuda",

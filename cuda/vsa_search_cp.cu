@@ -23,10 +23,10 @@ __device__ __forceinline__ void stage_queries(uint4* qs, const unsigned* __restr
 __device__ __forceinline__ i64 key_of(int score, i64 row);
 __device__ __forceinline__ void wl_insert(i64& mine, i64 key, int lane);
 template <int K>
-__device__ __forceinline__ void wl_block(i64 mine, i64* out);
+__device__ __forceinline__ void wl_block(i64 mine, i64* out, int k);
 template <int K>
 __device__ __forceinline__ void merge_keys(const i64* cand, i64 n, long long* idx, long long* val,
-                                           int k);
+                                           int k);  // n lists of K keys
 __device__ __forceinline__ bool last_of(unsigned* counter, unsigned n);
 
 __device__ __forceinline__ void cp_async4(unsigned* dst, const unsigned* src, bool ok) {
@@ -205,8 +205,8 @@ search_scan_cp(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN,
   }
   cp_wait<0>();
   if constexpr (K > 0) {
-    wl_block<K>(mine, C + (i64)blockIdx.x * K);
-    if (counter && last_of(counter, gridDim.x)) merge_keys<K>(C, (i64)gridDim.x * K, idx, val, k);
+    wl_block<K>(mine, C + (i64)blockIdx.x * K, k);
+    if (counter && last_of(counter, gridDim.x)) merge_keys<K>(C, gridDim.x, idx, val, k);
   }
 }
 

@@ -94,7 +94,7 @@ def test_scores_at_the_int16_edge(be, planned_only, dim):
     run(be, q, mem, 3)
 
 
-@pytest.mark.parametrize("variant", [(8, 1, 8, 4), (8, 2, 8, 2), (8, 1, 16, 2), (1, 1, 8, 4)])
+@pytest.mark.parametrize("variant", [(8, 1, 8, 4), (8, 1, 16, 2), (4, 1, 8, 4), (1, 1, 8, 4)])
 def test_two_kernel_variants(be, planned_only, monkeypatch, rng, variant):
     monkeypatch.setattr(planned_only, "ENGINE", "mma")
     monkeypatch.setattr(planned_only, "VARIANT", variant)

@@ -60,22 +60,28 @@ def search(be, sl, qp, qn, mp, mn, k: int, kb: int):
         if plan is None:
             return None
     fn, gx, per_block, block, smem, scalars, st, group, topk, chunks, chunk, merge = plan
-    out = cp.empty((2, q, k), np.int64)  # idx, vals: one allocation
-    idx, val = out[0], out[1]
     skey = (dev, cp.cuda.get_current_stream().ptr)
     s = _buf(cp, skey + ("s", st), min(q, group) * m, st)
+    m64 = np.int64(m)
+    if group >= q:  # one pass: the scores launched first, the rest while they run
+        fn((gx, _cdiv(q, per_block)), block, (mp, mn, qp, qn, s, m64, np.int64(q), *scalars),
+           shared_mem=smem)
     cand = _buf(cp, skey + ("c",), min(q, group) * chunks * kb, np.int64)
-    kk, m64, chunk64 = np.int32(k), np.int64(m), np.int64(chunk)
+    out = cp.empty((2, q, k), np.int64)  # idx, vals: one allocation
+    idx, val = out[0], out[1]
+    kk, chunk64 = np.int32(k), np.int64(chunk)
     for q0 in range(0, q, group):
         q1 = min(q, q0 + group)
-        fn((gx, _cdiv(q1 - q0, per_block)), block, (mp, mn, qp[q0:q1], qn[q0:q1], s, m64,
-                                                    np.int64(q1 - q0), *scalars), shared_mem=smem)
+        if group < q:
+            fn((gx, _cdiv(q1 - q0, per_block)), block, (mp, mn, qp[q0:q1], qn[q0:q1], s, m64,
+                                                        np.int64(q1 - q0), *scalars), shared_mem=smem)
+        iq, vq = (idx, val) if group >= q else (idx[q0:q1], val[q0:q1])
         if merge is None:
             cnt = _buf(cp, skey + ("n",), q1 - q0, np.uint32, zero=True)
-            topk((chunks, q1 - q0), (256,), (s, cand, m64, chunk64, kk, idx[q0:q1], val[q0:q1], cnt))
+            topk((chunks, q1 - q0), (256,), (s, cand, m64, chunk64, kk, iq, vq, cnt))
         else:
             topk((chunks, q1 - q0), (256,), (s, cand, m64, chunk64, kk))
-            merge((q1 - q0,), (256,), (cand, np.int64(chunks * kb), idx[q0:q1], val[q0:q1], kk))
+            merge((q1 - q0,), (256,), (cand, np.int64(chunks * kb), iq, vq, kk))
     return idx, val
 
 
