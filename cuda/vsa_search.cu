@@ -93,6 +93,17 @@ __device__ __forceinline__ void stage_queries(uint4* qs, const unsigned* __restr
   }
 }
 
+// Where a row takes several chunks of the query planes: chunk c into shared memory, between
+// barriers (every thread of the block calls it).
+template <typename F>
+__device__ __forceinline__ void restage(int c, int chunks, const F& stage) {
+  if (chunks > 1) {
+    __syncthreads();
+    stage(c);
+    __syncthreads();
+  }
+}
+
 // A block owns NT * 8 queries (blockIdx.y) and loops over tiles of 16 * MT memory rows, one tile a
 // warp. The queries' planes sit in shared memory in fragment order: for k-step s (8 words), column
 // tile j and lane l = 4 g + t the uint4 {p[w], p[w + 1], n[w], n[w + 1]} of query 8 j + g at word
@@ -151,11 +162,7 @@ search_mma(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN,
         rn[m][h] = MN + (rok[m][h] ? r : 0) * W;
       }
     for (int c = 0; c < chunks; ++c) {
-      if (chunks > 1) {
-        __syncthreads();
-        stage(c);
-        __syncthreads();
-      }
+      restage(c, chunks, stage);
       if (!active) continue;
       const int send = min(cs, steps - c * cs);
       const i64 w0 = (i64)c * cs * 8 + 2 * t;

@@ -20,6 +20,8 @@ template <int NT, int THREADS>
 __device__ __forceinline__ void stage_queries(uint4* qs, const unsigned* __restrict__ QP,
                                               const unsigned* __restrict__ QN, i64 Q, i64 W, i64 q0,
                                               int c, int cs);
+template <typename F>
+__device__ __forceinline__ void restage(int c, int chunks, const F& stage);
 __device__ __forceinline__ i64 key_of(int score, i64 row);
 __device__ __forceinline__ void wl_insert(i64& mine, i64 key, int lane);
 template <int K>
@@ -69,11 +71,7 @@ search_mma_cp(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN,
 #pragma unroll
       for (int i = 0; i < 4; ++i) { c1[j][i] = 0; c2[j][i] = 0; }
     for (int c = 0; c < chunks; ++c) {
-      if (chunks > 1) {
-        __syncthreads();
-        stage(c);
-        __syncthreads();
-      }
+      restage(c, chunks, stage);
       if (!active) continue;
       const int send = min(cs, steps - c * cs), groups = (send + 1) / 2;
       const i64 wend = min(W, (i64)(c * cs + send) * 8);

@@ -9,25 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_search import reference, trits
+import test_cuda_search
+from test_search import trits
 
-from conftest import require_backend
-from pytropical_gpu import TernaryVec
-
-
-@pytest.fixture(scope="module")
-def sl():
-    require_backend("cuda")
-    from pytropical_gpu.backends.cuda import search_launch
-
-    return search_launch
-
-
-@pytest.fixture
-def be(sl):
-    from pytropical_gpu.backends import get_backend
-
-    return get_backend("cuda")
+sl, be, run = test_cuda_search.sl, test_cuda_search.be, test_cuda_search.run  # the same fixtures
 
 
 @pytest.fixture
@@ -39,16 +24,6 @@ def planned_only(sl, monkeypatch):
     for name in ("scores", "topk", "topk_blocks"):
         monkeypatch.setattr(sl, name, general)
     return sl
-
-
-def run(be, q, mem, k):
-    import cupy as cp
-
-    idx, scores = be.search(TernaryVec.from_array(cp.asarray(q)),
-                            TernaryVec.from_array(cp.asarray(mem)), k=k)
-    want_i, want_s = reference(q, mem, k)
-    np.testing.assert_array_equal(cp.asnumpy(scores), want_s)
-    np.testing.assert_array_equal(cp.asnumpy(idx), want_i)
 
 
 @pytest.mark.parametrize("last", [True, False])

@@ -34,6 +34,17 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def cached(plans: dict, key: tuple, make):
+    """``plans[key]``, made by ``make()`` on first use (a None, "this path does not apply", is kept
+    too); the table is emptied when it holds PLANS_KEEP plans."""
+    plan = plans.get(key)
+    if plan is None and key not in plans:
+        if len(plans) >= PLANS_KEEP:
+            plans.clear()
+        plan = plans[key] = make()
+    return plan
+
+
 def search(be, sl, qp, qn, mp, mn, k: int, kb: int):
     """(idx, vals) int64 (Q, k), or None where the fused kernels do not apply (the caller then
     takes the unfused path): the one-query kernel is not search_scan_cp at a fused STAGES, or the
@@ -47,15 +58,9 @@ def search(be, sl, qp, qn, mp, mn, k: int, kb: int):
     dev = cp.cuda.runtime.getDevice()
     key = (dev, q, w, m, kb, aligned, sl.ENGINE, sl.VARIANT, sl.SCAN, sl.MMA_FROM_Q,
            sl.SMEM_BUDGET, sl.SCORES_BUDGET, sl.DOUBLE_BUFFER, sl.FUSED_NT, sl.NARROW, sl.LAST_MERGE)
-    plan = _plans.get(key)
+    plan = cached(_plans, key, lambda: _plan(be, sl, q, w, m, kb, aligned))
     if plan is None:
-        if key in _plans:
-            return None
-        if len(_plans) >= PLANS_KEEP:
-            _plans.clear()
-        plan = _plans[key] = _plan(be, sl, q, w, m, kb, aligned)
-        if plan is None:
-            return None
+        return None
     fn, grid, block, smem, (pre, with_q, post, last), group, per_query, merge, n = plan
     out = cp.empty((2, q, k), np.int64)  # idx, vals: one allocation
     idx, val = out[0], out[1]
@@ -140,4 +145,4 @@ def _plan(be, sl, q: int, w: int, m: int, kb: int, aligned: bool):
     return fn, (gx, 8 * nt), (32 * warps,), smem, scalars, group, per_query, merge, np.int64(per_query)
 
 
-__all__ = ["CAND_KEEP", "PLANS_KEEP", "search"]
+__all__ = ["CAND_KEEP", "PLANS_KEEP", "cached", "search"]

@@ -15,13 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import kernels
+from . import kernels, search_fused
 
 #: score, candidate and counter buffers up to this many bytes are kept between calls.
 KEEP = 1 << 27
-#: launch plans kept (the table is emptied when it reaches this many shapes).
-PLANS_KEEP = 256
-
 _NULL, _ZERO = np.uint64(0), np.int32(0)
 _plans: dict[tuple, tuple | None] = {}
 _bufs: dict[tuple, object] = {}
@@ -50,15 +47,9 @@ def search(be, sl, qp, qn, mp, mn, k: int, kb: int):
     dev = cp.cuda.runtime.getDevice()
     key = (dev, q, w, m, kb, sl.ENGINE, sl.VARIANT, sl.MMA_FROM_Q, sl.SMEM_BUDGET, sl.SMEM_PAD,
            sl.SCORES_BUDGET, sl.SCORES16, sl.LAST_MERGE, sl.TOPK_PER_THREAD)
-    plan = _plans.get(key)
+    plan = search_fused.cached(_plans, key, lambda: _plan(be, sl, q, w, m, kb))
     if plan is None:
-        if key in _plans:
-            return None
-        if len(_plans) >= PLANS_KEEP:
-            _plans.clear()
-        plan = _plans[key] = _plan(be, sl, q, w, m, kb)
-        if plan is None:
-            return None
+        return None
     fn, gx, per_block, block, smem, scalars, st, group, topk, chunks, chunk, merge = plan
     skey = (dev, cp.cuda.get_current_stream().ptr)
     s = _buf(cp, skey + ("s", st), min(q, group) * m, st)
@@ -116,4 +107,4 @@ def _plan(be, sl, q: int, w: int, m: int, kb: int):
     return fn, gx, per_block, block, smem, scalars, st, group, topk, chunks, chunk, merge
 
 
-__all__ = ["KEEP", "PLANS_KEEP", "search"]
+__all__ = ["KEEP", "search"]
