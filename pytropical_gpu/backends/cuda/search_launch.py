@@ -11,7 +11,9 @@ into shared memory by ``cp.async``; planes at a 16-byte aligned address), else `
 (``topk_scores`` per block of rows, ``topk_merge`` per query) for k <= 64; for k <= 32 the first
 pass is fused into ``search_scan_cp`` (one query) and, at the widths :data:`FUSED_NT` names, into
 ``search_mma`` (search_fused.py: no score matrix, one launch fewer), unless :data:`FUSE` is off;
-a larger k sorts the
+the one-query scan's last block merges (:data:`LAST_MERGE`: one launch). Otherwise, from 2
+queries with k <= 32, search_two.py (:data:`PLANNED`): the kept launch plan, int16 scores where
+dim < 2^15, and ``topk_one_w`` (the top-k's blocks and merge in one launch). A larger k sorts the
 int32 scores (``CudaBackend._topk``). Rows of 2^30 trits or more, or 2^31 rows or more, take the
 previous path (``_dot`` then ``_topk``), whose int64 scores cannot overflow. Measurements:
 ``benchmarks/results/search_cuda_notes.md``.
