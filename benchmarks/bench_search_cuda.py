@@ -27,8 +27,10 @@ import numpy as np
 
 try:  # imported as benchmarks.bench_search_cuda or run as a script
     from . import _harness as h
+    from . import _search_cuda_parts as parts
 except ImportError:  # pragma: no cover
     import _harness as h
+    import _search_cuda_parts as parts
 
     h.use_checkout()
 
@@ -85,19 +87,20 @@ def _paths(nq: int) -> dict:
     paths = {"old": {"ENGINE": "old"}, "new": {"ENGINE": "auto"},
              "new unfused": {"ENGINE": "auto", "FUSE": False}}
     if nq == 1:
+        paths["fused scan, merge in a second launch"] = {"LAST_MERGE": False}
         paths.update({f"scan {u}": {"ENGINE": "scan", "SCAN": u}
                       for u in (*sl.SCAN_U, *(f"cp{st}" for st in sl.SCAN_CP_STAGES))})
     else:
+        paths["general path (int32 scores, 3 launches, no plan)"] = {"PLANNED": False}
+        paths["planned, int32 scores"] = {"SCORES16": False}
+        paths["planned, int16 scores, merge in a second launch"] = {"LAST_MERGE": False}
         every = (1, 2, 4, 8)
         paths["fused at every NT"] = {"ENGINE": "auto", "FUSED_NT": every}
-        paths["fused at every NT, int32 round scores"] = {"ENGINE": "auto", "FUSED_NT": every,
-                                                          "NARROW": False}
-        paths["fused at every NT, two buffers"] = {"ENGINE": "auto", "FUSED_NT": every,
-                                                   "DOUBLE_BUFFER": True}
-        if nq == 64:  # the unfused kernel with the fused one's shared memory, unused: the L1 cost
-            for pad in (17, 34):
-                paths[f"unfused, {pad} KB shared memory unused"] = {"ENGINE": "auto", "FUSE": False,
-                                                                  "SMEM_PAD": pad * 1024}
+        if nq == 64:
+            for tpt in (32, 64, 256):
+                paths[f"planned, top-k {tpt} a thread"] = {"TOPK_PER_THREAD": tpt}
+            paths["fused at every NT, two buffers"] = {"ENGINE": "auto", "FUSED_NT": every,
+                                                       "DOUBLE_BUFFER": True}
     if nq <= 8:
         paths["popc"] = {"ENGINE": "popc"}
     nt = 1 if nq <= 8 else 2 if nq <= 16 else 4 if nq <= 32 else 8
@@ -147,7 +150,8 @@ def run(quick: bool = False, progress=None) -> tuple[list[h.Result], list[str]]:
             results.append(h.Result("search baseline", "cupy", dev, sizes, t_base.median,
                                     t_base.q20, t_base.q80, work, "op", note=BASELINE))
         for name, switches in _paths(nq).items():
-            if not main and name not in ("new", "new unfused", "fused at every NT", "popc"):
+            if not main and name not in ("new", "general path (int32 scores, 3 launches, no plan)",
+                                         "fused at every NT", "popc"):
                 continue
             with _Engine(**switches):
                 def ours(q=q):
@@ -169,30 +173,30 @@ def run(quick: bool = False, progress=None) -> tuple[list[h.Result], list[str]]:
 
 
 def _parts(be, cp, q, mem, k, dev, sizes) -> list[h.Result]:
-    """The unfused path's scoring kernel and top-k kernels timed alone, and both paths' kernels
-    without the public call's Python work."""
+    """Each kernel alone on the device (_search_cuda_parts), both paths' kernels without the public
+    call's Python work, and the host time of one public call."""
     from pytropical_gpu.ops._planes import flat
 
     qp, qn = flat(be, q)
     mp, mn = flat(be, mem)
-    s = sl.scores(be, qp, qn, mp, mn)
-    nq = qp.shape[0]
-    idx, val = cp.empty((nq, k), np.int64), cp.empty((nq, k), np.int64)
     out = []
-    cand = sl.topk_blocks(be, s, 16, k)
+    for part, (sec, how) in parts.kernels_alone(be, sl, cp, qp, qn, mp, mn, k).items():
+        out.append(h.Result(f"search kernel: {part}", "cuda", dev, sizes, sec, sec, sec, note=how))
 
-    def unfused():
-        with _Engine(FUSE=False):
+    def v8():
+        with _Engine(PLANNED=False, LAST_MERGE=False):
             return be._search(qp, qn, mp, mn, k)
 
-    for part, fn in (("scores", lambda: sl.scores(be, qp, qn, mp, mn)),
-                     ("top-k", lambda: sl.topk(be, s, k, 16, idx, val)),
-                     ("top-k pass 1 (blocks)", lambda: sl.topk_blocks(be, s, 16, k)),
-                     ("top-k pass 2 (merge)", lambda: sl.topk_merge(cand, k, idx, val)),
-                     ("kernels fused (be._search on the planes)", lambda: be._search(qp, qn, mp, mn, k)),
-                     ("kernels unfused (be._search on the planes)", unfused)):
+    for part, fn in (("kernels, default (be._search on the planes)", lambda: be._search(qp, qn, mp, mn, k)),
+                     ("kernels, general path (be._search on the planes)", v8)):
         t = _timing(fn)
         out.append(h.Result(f"search part: {part}", "cuda", dev, sizes, t.median, t.q20, t.q80))
+    small = _vecs(cp, 256, mem.dim, 7)
+    for name, sw in (("default", {}), ("general path", {"PLANNED": False, "LAST_MERGE": False})):
+        with _Engine(**sw):
+            sec = parts.host_per_call(be, cp, q, small, k)
+        out.append(h.Result(f"search host time a public call ({name}, 256 memory rows)", "cuda",
+                            dev, f"{q.batch_shape[0]}x256x{mem.dim} k={k}", sec, sec, sec))
     return out
 
 
@@ -216,6 +220,7 @@ def main(argv=None) -> int:
         path = h.write_json(path, rows, info["device"], quick=args.quick, cupy=cupy.__version__,
                             backend=info, mma_pick={str(k): v for k, v in sl.MMA_PICK.items()},
                             mma_from_q=sl.MMA_FROM_Q, fuse=sl.FUSE, fused_k=sl.FUSED_K,
+                            planned=sl.PLANNED, scores16=sl.SCORES16, last_merge=sl.LAST_MERGE,
                             failures=failures)
         print(f"wrote {path}")
     if failures:

@@ -74,6 +74,36 @@ __device__ __forceinline__ void mma_group(int (&c1)[MT][NT][4], int (&c2)[MT][NT
   }
 }
 
+// Chunk c (cs k-steps) of the planes of queries q0 .. q0 + 8 NT - 1 into qs in fragment order
+// (below; search_mma_cp in cuda/vsa_search_cp.cu too), zeros past Q and W; THREADS threads.
+template <int NT, int THREADS>
+__device__ __forceinline__ void stage_queries(uint4* qs, const unsigned* __restrict__ QP,
+                                              const unsigned* __restrict__ QN, i64 Q, i64 W, i64 q0,
+                                              int c, int cs) {
+  for (int e = threadIdx.x; e < cs * NT * 32; e += THREADS) {
+    const int s = e / (NT * 32), j = (e >> 5) % NT, l = e & 31;
+    const i64 q = q0 + j * 8 + (l >> 2), w = (i64)(c * cs + s) * 8 + 2 * (l & 3);
+    uint4 v = make_uint4(0u, 0u, 0u, 0u);
+    if (q < Q && w < W) {
+      v.x = QP[q * W + w];
+      v.z = QN[q * W + w];
+      if (w + 1 < W) { v.y = QP[q * W + w + 1]; v.w = QN[q * W + w + 1]; }
+    }
+    qs[e] = v;
+  }
+}
+
+// Where a row takes several chunks of the query planes: chunk c into shared memory, between
+// barriers (every thread of the block calls it).
+template <typename F>
+__device__ __forceinline__ void restage(int c, int chunks, const F& stage) {
+  if (chunks > 1) {
+    __syncthreads();
+    stage(c);
+    __syncthreads();
+  }
+}
+
 // A block owns NT * 8 queries (blockIdx.y) and loops over tiles of 16 * MT memory rows, one tile a
 // warp. The queries' planes sit in shared memory in fragment order: for k-step s (8 words), column
 // tile j and lane l = 4 g + t the uint4 {p[w], p[w + 1], n[w], n[w + 1]} of query 8 j + g at word
@@ -81,16 +111,17 @@ __device__ __forceinline__ void mma_group(int (&c1)[MT][NT][4], int (&c2)[MT][NT
 // memory rows go straight from global memory into the A fragments, each word read once per block,
 // G k-steps a group, the next group loading while this one multiplies.
 // kc words of the queries fit in shared memory; a longer row is taken in chunks of kc words.
-// K = 0: the scores into S (Q x M). K > 0 (<= 32; 8 NT a multiple of WARPS): each round of tiles
+// K = 0: the scores into S (Q x M; ST = short where |score| <= dim < 2^15, half the bytes).
+// K > 0 (<= 32; 8 NT a multiple of WARPS): each round of tiles
 // puts its scores in shared memory after the query planes (8 NT rows of R + 4 ints, R = the rows
 // of a round: no bank conflict on the writes), and warp w keeps the warp-wide lists (lane i: the
 // i-th best key; kept to the first k lanes) of queries w QPW .. w QPW + QPW - 1 of the block; at
 // the end C[q][blockIdx.x][K]. dbl: two score buffers, alternate rounds (one barrier a round).
 // narrow: the round's scores as int16 (|score| <= dim < 2^15): half the shared memory, more L1.
-template <int NT, int MT, int WARPS, int G, int K = 0>
+template <int NT, int MT, int WARPS, int G, int K = 0, typename ST = int>
 __global__ void __launch_bounds__(WARPS * 32, 1)
 search_mma(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN,
-           const unsigned* __restrict__ QP, const unsigned* __restrict__ QN, int* __restrict__ S,
+           const unsigned* __restrict__ QP, const unsigned* __restrict__ QN, ST* __restrict__ S,
            i64 M, i64 Q, i64 W, int kc, i64* __restrict__ C, int k, int dbl, int narrow) {
   static_assert(K == 0 || (K <= 32 && (8 * NT) % WARPS == 0), "fused top-k: K <= 32, 8 NT % WARPS");
   constexpr int R = WARPS * 16 * MT, RS = R + 4, QPW = K ? (8 * NT) / WARPS : 1;
@@ -103,19 +134,7 @@ search_mma(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN,
   const int steps = (int)((W + 7) / 8), cs = kc / 8;
   const int chunks = (steps + cs - 1) / cs;
   const i64 tiles = (M + 16 * MT - 1) / (16 * MT);
-  auto stage = [&](int c) {
-    for (int e = threadIdx.x; e < cs * NT * 32; e += WARPS * 32) {
-      const int s = e / (NT * 32), j = (e >> 5) % NT, l = e & 31;
-      const i64 q = q0 + j * 8 + (l >> 2), w = (i64)(c * cs + s) * 8 + 2 * (l & 3);
-      uint4 v = make_uint4(0u, 0u, 0u, 0u);
-      if (q < Q && w < W) {
-        v.x = QP[q * W + w];
-        v.z = QN[q * W + w];
-        if (w + 1 < W) { v.y = QP[q * W + w + 1]; v.w = QN[q * W + w + 1]; }
-      }
-      qs[e] = v;
-    }
-  };
+  auto stage = [&](int c) { stage_queries<NT, WARPS * 32>(qs, QP, QN, Q, W, q0, c, cs); };
   if (chunks == 1) {
     stage(0);
     __syncthreads();
@@ -143,11 +162,7 @@ search_mma(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN,
         rn[m][h] = MN + (rok[m][h] ? r : 0) * W;
       }
     for (int c = 0; c < chunks; ++c) {
-      if (chunks > 1) {
-        __syncthreads();
-        stage(c);
-        __syncthreads();
-      }
+      restage(c, chunks, stage);
       if (!active) continue;
       const int send = min(cs, steps - c * cs);
       const i64 w0 = (i64)c * cs * 8 + 2 * t;
@@ -169,7 +184,7 @@ search_mma(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN,
 #pragma unroll
           for (int i = 0; i < 4; ++i) {  // c0, c1: row g8, columns 2t, 2t+1; c2, c3: row g8 + 8
             const i64 r = tile * 16 * MT + 16 * m + g8 + 8 * (i >> 1), q = q0 + 8 * j + 2 * t + (i & 1);
-            if (r < M && q < Q) S[q * M + r] = 2 * c1[m][j][i] - c2[m][j][i];
+            if (r < M && q < Q) S[q * M + r] = (ST)(2 * c1[m][j][i] - c2[m][j][i]);
           }
     } else {
       const int off = dbl ? (round & 1) * (8 * NT * RS) : 0;

@@ -12,20 +12,24 @@ namespace ptg {
 
 typedef long long i64;
 
-// The warp-wide lists of cuda/vsa_topk.cu (search_launch.py appends that file to this module).
+// From cuda/vsa_search.cu and cuda/vsa_topk.cu (search_launch.py appends both to this module):
+// the 1-bit MMA, the query staging, and the warp-wide lists with the last-block merge.
 #define PTG_EMPTY (-0x7fffffffffffffffLL - 1)
+__device__ __forceinline__ void mma_and_popc(int* d, const unsigned* a, unsigned b0, unsigned b1);
+template <int NT, int THREADS>
+__device__ __forceinline__ void stage_queries(uint4* qs, const unsigned* __restrict__ QP,
+                                              const unsigned* __restrict__ QN, i64 Q, i64 W, i64 q0,
+                                              int c, int cs);
+template <typename F>
+__device__ __forceinline__ void restage(int c, int chunks, const F& stage);
 __device__ __forceinline__ i64 key_of(int score, i64 row);
 __device__ __forceinline__ void wl_insert(i64& mine, i64 key, int lane);
 template <int K>
-__device__ __forceinline__ void wl_block(i64 mine, i64* out);
-
-__device__ __forceinline__ void bmma(int* d, unsigned a0, unsigned a1, unsigned a2, unsigned a3,
-                                     unsigned b0, unsigned b1) {
-  asm("mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.and.popc "
-      "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
+__device__ __forceinline__ void wl_block(i64 mine, i64* out, int k);
+template <int K>
+__device__ __forceinline__ void merge_keys(const i64* cand, i64 n, long long* idx, long long* val,
+                                           int k);  // n lists of K keys
+__device__ __forceinline__ bool last_of(unsigned* counter, unsigned n);
 
 __device__ __forceinline__ void cp_async4(unsigned* dst, const unsigned* src, bool ok) {
   const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
@@ -53,19 +57,7 @@ search_mma_cp(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN,
   const i64 tiles = (M + 15) / 16;
   uint4* qs = smem;
   unsigned* buf = reinterpret_cast<unsigned*>(smem + cs * NT * 32) + warp * (STAGES * 768);
-  auto stage = [&](int c) {
-    for (int e = threadIdx.x; e < cs * NT * 32; e += WARPS * 32) {
-      const int s = e / (NT * 32), j = (e >> 5) % NT, l = e & 31;
-      const i64 q = q0 + j * 8 + (l >> 2), w = (i64)(c * cs + s) * 8 + 2 * (l & 3);
-      uint4 v = make_uint4(0u, 0u, 0u, 0u);
-      if (q < Q && w < W) {
-        v.x = QP[q * W + w];
-        v.z = QN[q * W + w];
-        if (w + 1 < W) { v.y = QP[q * W + w + 1]; v.w = QN[q * W + w + 1]; }
-      }
-      qs[e] = v;
-    }
-  };
+  auto stage = [&](int c) { stage_queries<NT, WARPS * 32>(qs, QP, QN, Q, W, q0, c, cs); };
   if (chunks == 1) {
     stage(0);
     __syncthreads();
@@ -79,11 +71,7 @@ search_mma_cp(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN,
 #pragma unroll
       for (int i = 0; i < 4; ++i) { c1[j][i] = 0; c2[j][i] = 0; }
     for (int c = 0; c < chunks; ++c) {
-      if (chunks > 1) {
-        __syncthreads();
-        stage(c);
-        __syncthreads();
-      }
+      restage(c, chunks, stage);
       if (!active) continue;
       const int send = min(cs, steps - c * cs), groups = (send + 1) / 2;
       const i64 wend = min(W, (i64)(c * cs + send) * 8);
@@ -123,9 +111,11 @@ search_mma_cp(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN,
 #pragma unroll
           for (int j = 0; j < NT; ++j) {
             const uint4 q = qs[((2 * i + s) * NT + j) * 32 + lane];
-            bmma(c1[j], p0.x, p1.x, p0.y, p1.y, q.x, q.y);
-            bmma(c1[j], n0.x, n1.x, n0.y, n1.y, q.z, q.w);
-            bmma(c2[j], x0, x1, x2, x3, q.x | q.z, q.y | q.w);
+            const unsigned ap[4] = {p0.x, p1.x, p0.y, p1.y}, an[4] = {n0.x, n1.x, n0.y, n1.y},
+                           ax[4] = {x0, x1, x2, x3};
+            mma_and_popc(c1[j], ap, q.x, q.y);
+            mma_and_popc(c1[j], an, q.z, q.w);
+            mma_and_popc(c2[j], ax, q.x | q.z, q.y | q.w);
           }
         }
         __syncwarp();  // every lane has read the buffer before it is refilled
@@ -149,7 +139,8 @@ search_mma_cp(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN,
 // STAGES - 1 rows in flight, then each lane takes words lane, lane + 32, ... of the row from there;
 // the query's planes in shared memory (the first 2 W words). K = 0: the scores into S. K > 0
 // (<= 32): each warp keeps a warp-wide list of its rows' k (<= K) best keys (a row's score is the
-// same in every lane, so a row costs one compare), and the block's K best go to C[blockIdx.x][K].
+// same in every lane, so a row costs one compare), and the block's K best go to C[blockIdx.x][K];
+// with a counter, the last block to finish merges every block's keys into idx, val (one launch).
 __device__ __forceinline__ void cp_async16(void* dst, const void* src) {
   const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src));
@@ -159,7 +150,8 @@ template <int STAGES, int K = 0>
 __global__ void __launch_bounds__(256)
 search_scan_cp(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN,
                const unsigned* __restrict__ QP, const unsigned* __restrict__ QN, int* __restrict__ S,
-               i64 M, i64 W, int span, i64* __restrict__ C, int k) {
+               i64 M, i64 W, int span, i64* __restrict__ C, int k, long long* __restrict__ idx,
+               long long* __restrict__ val, unsigned* __restrict__ counter) {
   static_assert(K <= 32, "fused top-k: K <= 32");
   i64 mine = PTG_EMPTY, thr = PTG_EMPTY;
   extern __shared__ uint4 smem[];
@@ -210,7 +202,10 @@ search_scan_cp(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN,
     __syncwarp();  // every lane has read the buffer before it is refilled
   }
   cp_wait<0>();
-  if constexpr (K > 0) wl_block<K>(mine, C + (i64)blockIdx.x * K);
+  if constexpr (K > 0) {
+    wl_block<K>(mine, C + (i64)blockIdx.x * K, k);
+    if (counter && last_of(counter, gridDim.x)) merge_keys<K>(C, gridDim.x, idx, val, k);
+  }
 }
 
 }  // namespace ptg

@@ -1,7 +1,8 @@
 // Top-k of int32 scores for pytropical_gpu's item-memory search (cuda/vsa_search*.cu make the
 // scores): the k best rows per query, best first, ties to the smaller row. Two passes:
 // topk_scores (the K best of each block of rows) and topk_merge (the k best of a query's blocks);
-// K <= 32 keeps each warp's list across its lanes (the _w kernels), K = 64 one list a thread.
+// K <= 32 keeps each warp's list across its lanes (the _w kernels), K = 64 one list a thread;
+// topk_one_w does both in one launch (the last block of a query merges, last_of below).
 
 namespace ptg {
 
@@ -14,6 +15,12 @@ typedef long long i64;
 
 __device__ __forceinline__ i64 key_of(int score, i64 row) {
   return (i64)(((unsigned long long)(long long)score << 32) | (0xffffffffu - (unsigned)row));
+}
+
+// A key's row and score into idx[i], val[i].
+__device__ __forceinline__ void put_key(long long* idx, long long* val, int i, i64 key) {
+  idx[i] = (i64)(0xffffffffu - (unsigned)(key & 0xffffffffLL));
+  val[i] = key >> 32;
 }
 
 // l: descending, K long; key goes in if it beats the last.
@@ -101,11 +108,7 @@ topk_merge(const i64* __restrict__ cand, i64 n, long long* __restrict__ idx,
   for (i64 i = threadIdx.x; i < n; i += 256) insert<K>(l, __ldg(cand + q * n + i));
   block_merge<K>(l, best);
   __syncthreads();
-  if (threadIdx.x < k) {
-    const i64 key = best[threadIdx.x];
-    idx[q * k + threadIdx.x] = (i64)(0xffffffffu - (unsigned)(key & 0xffffffffLL));
-    val[q * k + threadIdx.x] = key >> 32;
-  }
+  if (threadIdx.x < k) put_key(idx + q * k, val + q * k, threadIdx.x, best[threadIdx.x]);
 }
 
 // ---------------------------------------------------------------------------- warp lists, K <= 32
@@ -119,10 +122,12 @@ __device__ __forceinline__ void wl_insert(i64& mine, i64 key, int lane) {
   else if (lane == pos) mine = key;
 }
 
-// Every lane's key (where ok) that beats thr, the list's (k1 + 1)-th best, goes in; thr follows.
-// A list kept to its first k1 + 1 lanes needs fewer insertions than one of K (the fused kernels
-// pass k - 1: the lanes past it hold real keys, just not the block's best, harmless to a merge).
-__device__ __forceinline__ void wl_feed_k(i64& mine, i64& thr, i64 key, bool ok, int lane, int k1) {
+// Every lane's key (where ok) that beats thr, the list's (k1 + 1)-th best, goes in; thr follows,
+// never below floor (keys <= floor cannot be among the k best: see wl_floor). A list kept to its
+// first k1 + 1 lanes needs fewer insertions than one of K (the fused kernels pass k - 1: the lanes
+// past it hold real keys or EMPTY, just not the block's best, harmless to a merge).
+__device__ __forceinline__ void wl_feed_f(i64& mine, i64& thr, i64 key, bool ok, int lane, int k1,
+                                          i64 floor) {
   unsigned c = __ballot_sync(0xffffffffu, ok && key > thr);
   while (c) {
     const int src = __ffs(c) - 1;
@@ -130,52 +135,149 @@ __device__ __forceinline__ void wl_feed_k(i64& mine, i64& thr, i64 key, bool ok,
     const i64 kk = __shfl_sync(0xffffffffu, key, src);
     if (kk > thr) {
       wl_insert(mine, kk, lane);
-      thr = __shfl_sync(0xffffffffu, mine, k1);
+      thr = max(floor, __shfl_sync(0xffffffffu, mine, k1));
     }
   }
 }
 
-template <int K>
-__device__ __forceinline__ void wl_feed(i64& mine, i64& thr, i64 key, bool ok, int lane) {
-  wl_feed_k(mine, thr, key, ok, lane, K - 1);
+__device__ __forceinline__ void wl_feed_k(i64& mine, i64& thr, i64 key, bool ok, int lane, int k1) {
+  wl_feed_f(mine, thr, key, ok, lane, k1, PTG_EMPTY);
 }
 
-// The block's K best of every warp's list into out[0..K) (256 threads; lanes < K of warp 0 write).
+// A floor from a key x that has at least k keys >= it among those to be merged: x - 1 (keys are
+// distinct), EMPTY where x is EMPTY (fewer than k keys known).
+__device__ __forceinline__ i64 wl_floor(i64 x) { return x == PTG_EMPTY ? PTG_EMPTY : x - 1; }
+
+// The (k1 + 1)-th largest of the 32 lanes' keys, in every lane (a bitonic sort, descending).
+__device__ __forceinline__ i64 warp_kth(i64 x, int lane, int k1) {
+#pragma unroll
+  for (int size = 2; size <= 32; size <<= 1)
+#pragma unroll
+    for (int stride = size >> 1; stride > 0; stride >>= 1) {
+      const i64 y = __shfl_xor_sync(0xffffffffu, x, stride);
+      x = (((lane & stride) == 0) == ((lane & size) == 0)) ? max(x, y) : min(x, y);
+    }
+  return __shfl_sync(0xffffffffu, x, k1);
+}
+
+// The block's k best of every warp's list (each exact in its first k lanes) into out[0..K): exact
+// in the first k, the rest real keys or EMPTY (256 threads; lanes < K of warp 0 write). The best
+// of the 8 lists' k-th keys floors the feed (that list has k keys >= it).
 template <int K>
-__device__ __forceinline__ void wl_block(i64 mine, i64* out) {
+__device__ __forceinline__ void wl_block(i64 mine, i64* out, int k) {
   __shared__ i64 part[8 * K];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   if (lane < K) part[warp * K + lane] = mine;
   __syncthreads();
   if (warp == 0) {
-    i64 best = PTG_EMPTY, thr = PTG_EMPTY;
+    i64 f = lane < 8 ? part[lane * K + k - 1] : PTG_EMPTY;
+#pragma unroll
+    for (int off = 4; off > 0; off >>= 1) f = max(f, __shfl_xor_sync(0xffffffffu, f, off));
+    const i64 floor = wl_floor(__shfl_sync(0xffffffffu, f, 0));
+    i64 best = PTG_EMPTY, thr = floor;
     for (int b = 0; b < 8 * K; b += 32) {
       const bool ok = b + lane < 8 * K;
-      wl_feed<K>(best, thr, ok ? part[b + lane] : PTG_EMPTY, ok, lane);
+      wl_feed_f(best, thr, ok ? part[b + lane] : PTG_EMPTY, ok, lane, k - 1, floor);
     }
     if (lane < K) out[lane] = best;
   }
 }
 
-// As topk_scores, with warp lists (K <= 32) kept to their first k lanes.
-template <int K>
-__global__ void __launch_bounds__(256)
-topk_scores_w(const int* __restrict__ S, i64* __restrict__ cand, i64 M, i64 chunk, int k) {
-  const i64 q = blockIdx.y, c = blockIdx.x;
-  const i64 lo = c * chunk, hi = min(M, lo + chunk);
-  const int* s = S + q * M;
+// The K best keys (k <= K exact) of scores S[lo, hi) of one query into the warp list mine
+// (warp-uniform loop; 8 loads in flight a lane). ST: int, or short where |score| < 2^15.
+template <typename ST>
+__device__ __forceinline__ void wl_scan(const ST* __restrict__ s, i64 lo, i64 hi, i64& mine, int k) {
   const int lane = threadIdx.x & 31;
-  i64 mine = PTG_EMPTY, thr = PTG_EMPTY;
-  for (i64 b = lo + threadIdx.x - lane; b < hi; b += 256 * 8) {  // warp-uniform; 8 loads in flight
+  i64 thr = PTG_EMPTY, floor = PTG_EMPTY;
+  for (i64 b = lo + threadIdx.x - lane; b < hi; b += 256 * 8) {
     const i64 r0 = b + lane;
-    int v[8];
-#pragma unroll
-    for (int u = 0; u < 8; ++u) v[u] = r0 + 256 * u < hi ? __ldg(s + r0 + 256 * u) : 0;
+    i64 key[8];
 #pragma unroll
     for (int u = 0; u < 8; ++u)
-      wl_feed_k(mine, thr, key_of(v[u], r0 + 256 * u), r0 + 256 * u < hi, lane, k - 1);
+      key[u] = r0 + 256 * u < hi ? key_of((int)__ldg(s + r0 + 256 * u), r0 + 256 * u) : PTG_EMPTY;
+    if (b == lo + threadIdx.x - lane) {  // the first batch floors the list: the k-th best of the
+      i64 mx = PTG_EMPTY;                // lanes' maxima has k keys >= it (one a lane)
+#pragma unroll
+      for (int u = 0; u < 8; ++u) mx = max(mx, key[u]);
+      thr = floor = wl_floor(warp_kth(mx, lane, k - 1));
+    }
+#pragma unroll
+    for (int u = 0; u < 8; ++u) wl_feed_f(mine, thr, key[u], key[u] != PTG_EMPTY, lane, k - 1, floor);
   }
-  wl_block<K>(mine, cand + (q * gridDim.x + c) * K);
+}
+
+// The k best of n lists of K keys (each exact in its first k lanes; only those are read) at cand
+// into idx[0..k), val[0..k) (one block of 256 threads). The best of the lists' k-th keys floors
+// the feed. Loads through L2 (__ldcg): the keys may come from other blocks of the same kernel.
+template <int K>
+__device__ __forceinline__ void merge_keys(const i64* cand, i64 n, long long* idx, long long* val,
+                                           int k) {
+  __shared__ i64 best[K];
+  __shared__ i64 fl[8];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  i64 f = PTG_EMPTY;
+  for (i64 i = threadIdx.x; i < n; i += 256) f = max(f, __ldcg(cand + i * K + k - 1));
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) f = max(f, __shfl_xor_sync(0xffffffffu, f, off));
+  if (lane == 0) fl[warp] = f;
+  __syncthreads();
+  f = fl[0];
+#pragma unroll
+  for (int w = 1; w < 8; ++w) f = max(f, fl[w]);
+  const i64 floor = wl_floor(f), nk = n * k;
+  i64 mine = PTG_EMPTY, thr = floor;
+  for (i64 b = threadIdx.x - lane; b < nk; b += 256 * 4) {  // warp-uniform; 4 loads in flight
+    i64 v[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const i64 i = b + 256 * u + lane, l = i / k;
+      v[u] = i < nk ? __ldcg(cand + l * K + (i - l * k)) : PTG_EMPTY;
+    }
+#pragma unroll
+    for (int u = 0; u < 4; ++u) wl_feed_f(mine, thr, v[u], b + 256 * u + lane < nk, lane, k - 1, floor);
+  }
+  wl_block<K>(mine, best, k);
+  __syncthreads();
+  if (threadIdx.x < k) put_key(idx, val, threadIdx.x, best[threadIdx.x]);
+}
+
+// True in the block that arrives last of n blocks counting on *counter; every block's global
+// writes before the call are then visible to it (fence, barrier, atomic), and it puts the
+// counter back to 0 for the next launch on the stream (the launches of one counter are ordered).
+__device__ __forceinline__ bool last_of(unsigned* counter, unsigned n) {
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    last = atomicAdd(counter, 1u) == n - 1;
+    if (last) *counter = 0u;
+  }
+  __syncthreads();
+  return last;
+}
+
+// As topk_scores, with warp lists (K <= 32) kept to their first k lanes.
+template <int K, typename ST = int>
+__global__ void __launch_bounds__(256)
+topk_scores_w(const ST* __restrict__ S, i64* __restrict__ cand, i64 M, i64 chunk, int k) {
+  const i64 q = blockIdx.y, c = blockIdx.x;
+  i64 mine = PTG_EMPTY;
+  wl_scan<ST>(S + q * M, c * chunk, min(M, c * chunk + chunk), mine, k);
+  wl_block<K>(mine, cand + (q * gridDim.x + c) * K, k);
+}
+
+// topk_scores_w and topk_merge_w in one launch: the last of a query's blocks (counters[q]) merges
+// its candidates into idx, val.
+template <int K, typename ST = int>
+__global__ void __launch_bounds__(256)
+topk_one_w(const ST* __restrict__ S, i64* __restrict__ cand, i64 M, i64 chunk, int k,
+           long long* __restrict__ idx, long long* __restrict__ val, unsigned* __restrict__ counters) {
+  const i64 q = blockIdx.y, c = blockIdx.x;
+  i64 mine = PTG_EMPTY;
+  wl_scan<ST>(S + q * M, c * chunk, min(M, c * chunk + chunk), mine, k);
+  i64* qc = cand + q * gridDim.x * K;
+  wl_block<K>(mine, qc + c * K, k);
+  if (last_of(counters + q, gridDim.x)) merge_keys<K>(qc, gridDim.x, idx + q * k, val + q * k, k);
 }
 
 // As topk_merge, with warp lists (K <= 32) kept to their first k lanes.
@@ -183,27 +285,8 @@ template <int K>
 __global__ void __launch_bounds__(256)
 topk_merge_w(const i64* __restrict__ cand, i64 n, long long* __restrict__ idx,
              long long* __restrict__ val, int k) {
-  __shared__ i64 best[K];
   const i64 q = blockIdx.x;
-  const int lane = threadIdx.x & 31;
-  i64 mine = PTG_EMPTY, thr = PTG_EMPTY;
-  for (i64 b = threadIdx.x - lane; b < n; b += 256 * 4) {  // warp-uniform; 4 loads in flight
-    i64 v[4];
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      const i64 i = b + 256 * u + lane;
-      v[u] = i < n ? __ldg(cand + q * n + i) : PTG_EMPTY;
-    }
-#pragma unroll
-    for (int u = 0; u < 4; ++u) wl_feed_k(mine, thr, v[u], b + 256 * u + lane < n, lane, k - 1);
-  }
-  wl_block<K>(mine, best);
-  __syncthreads();
-  if (threadIdx.x < k) {
-    const i64 key = best[threadIdx.x];
-    idx[q * k + threadIdx.x] = (i64)(0xffffffffu - (unsigned)(key & 0xffffffffLL));
-    val[q * k + threadIdx.x] = key >> 32;
-  }
+  merge_keys<K>(cand + q * n, n / K, idx + q * k, val + q * k, k);
 }
 
 }  // namespace ptg

@@ -1,8 +1,10 @@
 """Item-memory search with the top-k's first pass inside the scoring kernel (k <= 32):
 ``search_mma`` and ``search_scan_cp`` with ``K > 0`` keep warp-wide lists of the best (score, row)
 keys and write only each block's K best per query (no (Q, M) score matrix, one launch fewer);
-``topk_merge_w`` then takes each query's k best of its blocks' lists. Ties go to the smaller row
-in both passes (a key is the score, then the complement of the row).
+``topk_merge_w`` then takes each query's k best of its blocks' lists; in the one-query scan with
+``LAST_MERGE``, the last of its blocks to finish does that merge instead (an atomic counter kept per
+device and stream, put back to 0 by that block): one launch. Ties go to the smaller row in both
+passes (a key is the score, then the complement of the row).
 
 A call's launch plan (kernels, grids, shared memory, scalar arguments) is computed once per shape
 and switch setting and kept; the candidate lists go to a buffer kept per device and stream
@@ -25,10 +27,22 @@ PLANS_KEEP = 256
 _NULL = np.uint64(0)  # the unused score pointer
 _plans: dict[tuple, tuple | None] = {}
 _cand: dict[tuple, object] = {}
+_counters: dict[tuple, object] = {}
 
 
 def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
+
+
+def cached(plans: dict, key: tuple, make):
+    """``plans[key]``, made by ``make()`` on first use (a None, "this path does not apply", is kept
+    too); the table is emptied when it holds PLANS_KEEP plans."""
+    plan = plans.get(key)
+    if plan is None and key not in plans:
+        if len(plans) >= PLANS_KEEP:
+            plans.clear()
+        plan = plans[key] = make()
+    return plan
 
 
 def search(be, sl, qp, qn, mp, mn, k: int, kb: int):
@@ -43,16 +57,10 @@ def search(be, sl, qp, qn, mp, mn, k: int, kb: int):
     aligned = mp.data.ptr % 16 == 0 and mn.data.ptr % 16 == 0
     dev = cp.cuda.runtime.getDevice()
     key = (dev, q, w, m, kb, aligned, sl.ENGINE, sl.VARIANT, sl.SCAN, sl.MMA_FROM_Q,
-           sl.SMEM_BUDGET, sl.SCORES_BUDGET, sl.DOUBLE_BUFFER, sl.FUSED_NT, sl.NARROW)
-    plan = _plans.get(key)
+           sl.SMEM_BUDGET, sl.SCORES_BUDGET, sl.DOUBLE_BUFFER, sl.FUSED_NT, sl.NARROW, sl.LAST_MERGE)
+    plan = cached(_plans, key, lambda: _plan(be, sl, q, w, m, kb, aligned))
     if plan is None:
-        if key in _plans:
-            return None
-        if len(_plans) >= PLANS_KEEP:
-            _plans.clear()
-        plan = _plans[key] = _plan(be, sl, q, w, m, kb, aligned)
-        if plan is None:
-            return None
+        return None
     fn, grid, block, smem, (pre, with_q, post, last), group, per_query, merge, n = plan
     out = cp.empty((2, q, k), np.int64)  # idx, vals: one allocation
     idx, val = out[0], out[1]
@@ -64,6 +72,13 @@ def search(be, sl, qp, qn, mp, mn, k: int, kb: int):
         if nbytes <= CAND_KEEP:
             _cand[skey] = cand
     kk = np.int32(k)
+    if merge is None:  # the one-query scan merges in its last block
+        cnt = _counters.get(skey)
+        if cnt is None:
+            cnt = _counters[skey] = cp.zeros(1, np.uint32)
+        fn((grid[0], 1), block, (mp, mn, qp, qn, _NULL, *pre, *post, cand, kk, idx, val, cnt),
+           shared_mem=smem)
+        return idx, val
     if group >= q:
         fn((grid[0], _cdiv(q, grid[1])), block,
            (mp, mn, qp, qn, _NULL, *pre, *with_q, *post, cand, kk, *last), shared_mem=smem)
@@ -81,7 +96,7 @@ def search(be, sl, qp, qn, mp, mn, k: int, kb: int):
 def _plan(be, sl, q: int, w: int, m: int, kb: int, aligned: bool):
     """(fn, (gx, queries a block), block, smem, (scalar args before the query count, the count
     (none for the one-query kernel), after it, after k), query group, candidates a query, merge
-    fn, merge n), or None."""
+    fn (None: the one-query kernel merges in its last block), merge n), or None."""
     sms = be._sm_count()
     merge = kernels.function(sl.TOPK, f"merge{kb}")
     if q == 1 and aligned and (sl.ENGINE == "scan" or (sl.ENGINE == "auto" and q < sl.MMA_FROM_Q)):
@@ -94,8 +109,9 @@ def _plan(be, sl, q: int, w: int, m: int, kb: int, aligned: bool):
         fn = kernels.function(sl.SEARCH_CP, f"scan_cp{stages}_k{kb}")
         sl._allow_smem(fn, smem)
         gx = max(1, min(_cdiv(m, 8), sms * 2))
-        return (fn, (gx, 1), (256,), smem, ((np.int64(m),), (), (np.int64(w), np.int32(span)), ()),
-                1, gx * kb, merge, np.int64(gx * kb))
+        last = () if sl.LAST_MERGE else (_NULL, _NULL, _NULL)  # no idx, val, counter: merge after
+        return (fn, (gx, 1), (256,), smem, ((np.int64(m),), (), (np.int64(w), np.int32(span)), last),
+                1, gx * kb, None if sl.LAST_MERGE else merge, np.int64(gx * kb))
     if sl.ENGINE not in ("mma", "auto") or (sl.ENGINE == "auto" and q < sl.MMA_FROM_Q):
         return None
     nt = 1 if q <= 8 else 2 if q <= 16 else 4 if q <= 32 else 8
@@ -129,4 +145,4 @@ def _plan(be, sl, q: int, w: int, m: int, kb: int, aligned: bool):
     return fn, (gx, 8 * nt), (32 * warps,), smem, scalars, group, per_query, merge, np.int64(per_query)
 
 
-__all__ = ["CAND_KEEP", "PLANS_KEEP", "search"]
+__all__ = ["CAND_KEEP", "PLANS_KEEP", "cached", "search"]

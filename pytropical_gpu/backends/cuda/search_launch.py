@@ -11,7 +11,9 @@ into shared memory by ``cp.async``; planes at a 16-byte aligned address), else `
 (``topk_scores`` per block of rows, ``topk_merge`` per query) for k <= 64; for k <= 32 the first
 pass is fused into ``search_scan_cp`` (one query) and, at the widths :data:`FUSED_NT` names, into
 ``search_mma`` (search_fused.py: no score matrix, one launch fewer), unless :data:`FUSE` is off;
-a larger k sorts the
+the one-query scan's last block merges (:data:`LAST_MERGE`: one launch). Otherwise, from 2
+queries with k <= 32, search_two.py (:data:`PLANNED`): the kept launch plan, int16 scores where
+dim < 2^15, and ``topk_one_w`` (the top-k's blocks and merge in one launch). A larger k sorts the
 int32 scores (``CudaBackend._topk``). Rows of 2^30 trits or more, or 2^31 rows or more, take the
 previous path (``_dot`` then ``_topk``), whose int64 scores cannot overflow. Measurements:
 ``benchmarks/results/search_cuda_notes.md``.
@@ -24,7 +26,7 @@ import sys
 import numpy as np
 
 from ...shaders import load_source
-from . import kernels, search_fused
+from . import kernels, search_fused, search_two
 
 #: (NT, MT, WARPS, G) instantiations of search_mma: 8 NT queries a block, 16 MT rows a warp, WARPS
 #: warps a block, G k-steps of 256 trits loaded while the previous G multiply.
@@ -53,6 +55,8 @@ SEARCH = kernels.ModuleSpec("vsa_search", "vsa_search.cu", {
        for v in REG_VARIANTS},
     **{"mma{}_{}_{}_{}_k{}".format(*v, kk): "ptg::search_mma<{}, {}, {}, {}, {}>".format(*v, kk)
        for v in dict.fromkeys(MMA_PICK.values()) for kk in FUSED_K},
+    **{"mma{}_{}_{}_{}_s16".format(*v): "ptg::search_mma<{}, {}, {}, {}, 0, short>".format(*v)
+       for v in REG_VARIANTS},
     **{f"scan{u}{g}": f"ptg::search_scan<{u}, {'false' if g else 'true'}>" for u in SCAN_U
        for g in ("", "g")},
     "popc": "ptg::search_popc"}, extra=load_source("cuda", "vsa_topk.cu"))
@@ -61,9 +65,12 @@ SEARCH_CP = kernels.ModuleSpec("vsa_search_cp", "vsa_search_cp.cu", {
        for v in CP_VARIANTS},
     **{f"scan_cp{st}": f"ptg::search_scan_cp<{st}>" for st in SCAN_CP_STAGES},
     **{f"scan_cp{st}_k{kk}": f"ptg::search_scan_cp<{st}, {kk}>" for st in FUSED_SCAN_STAGES
-       for kk in FUSED_K}}, extra=load_source("cuda", "vsa_topk.cu"))
+       for kk in FUSED_K}}, extra=load_source("cuda", "vsa_search.cu") + load_source("cuda", "vsa_topk.cu"))
 TOPK = kernels.ModuleSpec("vsa_topk", "vsa_topk.cu", {
     **{f"topk{k}": f"ptg::topk_scores{'_w' if k <= 32 else ''}<{k}>" for k in TOPK_K},
+    **{f"topk{k}_s16": f"ptg::topk_scores_w<{k}, short>" for k in FUSED_K},
+    **{f"one{k}{sfx}": f"ptg::topk_one_w<{k}{', short' if sfx else ''}>" for k in FUSED_K
+       for sfx in ("", "_s16")},
     **{f"merge{k}": f"ptg::topk_merge{'_w' if k <= 32 else ''}<{k}>" for k in TOPK_K}})
 #: every module of this file (``backends.cuda.module_specs`` adds them for the nvcc compile test).
 SPECS = (SEARCH, SEARCH_CP, TOPK)
@@ -82,6 +89,13 @@ FUSED_NT: tuple[int, ...] = ()
 DOUBLE_BUFFER = True
 #: fused search_mma: a round's scores as int16 in shared memory where |score| <= dim < 2^15.
 NARROW = True
+#: one launch for the top-k where k <= 32: the last block to finish (an atomic counter kept per
+#: stream) merges the candidates, in the fused one-query scan and in the two-kernel path below.
+LAST_MERGE = True
+#: 2+ queries, k <= 32, unfused: search_two.py (the launch plan kept per shape; int16 scores where
+#: dim < 2^15 when SCORES16; then topk_one_w, or topk_scores_w + topk_merge_w without LAST_MERGE).
+PLANNED = True
+SCORES16 = True
 #: "auto" (by query count), "mma", "scan" or "popc" (always that scoring kernel; "scan" where it
 #: can run: one query, aligned planes; else as "auto"), "old" (``_dot`` then ``_topk``, the path
 #: before this module). Read at every call; benchmarks switch it.
@@ -99,8 +113,9 @@ SMEM_BUDGET = 200 * 1024
 SMEM_PAD = 0
 #: bytes of int32 scores one pass over the memory holds (more queries: several passes).
 SCORES_BUDGET = 1 << 28
-#: scores a thread of topk_scores takes (its block: 256 threads).
-TOPK_PER_THREAD = 64
+#: scores a thread of topk_scores takes (its block: 256 threads). H200, v9, 64 queries: 128 (7
+#: blocks a query) beat 64 by 10 us and 16 by 60: each block pays its lists' first insertions.
+TOPK_PER_THREAD = 128
 
 _I32 = 2**31 - 1
 _NULL, _ZERO = np.uint64(0), np.int32(0)  # the unfused kernels' candidate pointer, k, flags
@@ -121,6 +136,10 @@ def search(be, qp, qn, mp, mn, k: int):
     kb = next((x for x in TOPK_K if x >= k), None)
     if FUSE and kb in FUSED_K:
         out = search_fused.search(be, sys.modules[__name__], qp, qn, mp, mn, k, kb)
+        if out is not None:
+            return out
+    if PLANNED and kb in FUSED_K:
+        out = search_two.search(be, sys.modules[__name__], qp, qn, mp, mn, k, kb)
         if out is not None:
             return out
     group = max(1, min(q, SCORES_BUDGET // (4 * m), 65535))
@@ -154,7 +173,8 @@ def scores(be, qp, qn, mp, mn):
                 fn = kernels.function(SEARCH_CP, f"scan_cp{stages}")
                 _allow_smem(fn, smem)
                 fn((max(1, min(_cdiv(m, 8), sms * 2)),), (256,),
-                   (mp, mn, qp, qn, s, np.int64(m), np.int64(w), np.int32(span), _NULL, _ZERO),
+                   (mp, mn, qp, qn, s, np.int64(m), np.int64(w), np.int32(span), _NULL, _ZERO,
+                    _NULL, _NULL, _NULL),
                    shared_mem=smem)
                 return s
         u = SCAN if isinstance(SCAN, int) else SCAN_U[-1]
@@ -175,7 +195,15 @@ def scores(be, qp, qn, mp, mn):
 
 def _mma(be, variant, qp, qn, mp, mn, s) -> None:
     q, w = qp.shape
-    m = mp.shape[0]
+    fn, grid, block, smem, cs = mma_launch(be, variant, q, w, mp.shape[0])
+    args = (mp, mn, qp, qn, s, np.int64(mp.shape[0]), np.int64(q), np.int64(w), np.int32(8 * cs))
+    tail = () if variant[0] == "cp" else (_NULL, _ZERO, _ZERO, _ZERO)  # no list, k, dbl, narrow
+    fn(grid, block, args + tail, shared_mem=smem)
+
+
+def mma_launch(be, variant, q: int, w: int, m: int, s16: bool = False):
+    """(fn, grid, block, shared memory, k-steps a chunk) of the unfused scoring kernel ``variant``
+    (int16 scores with ``s16``: a search_mma variant only)."""
     steps = _cdiv(w, 8)
     if variant[0] == "cp":
         _, nt, warps, stages = variant
@@ -184,7 +212,7 @@ def _mma(be, variant, qp, qn, mp, mn, s) -> None:
     else:
         nt, mt, warps, g = variant
         rows, staging = 16 * mt, 0
-        fn = kernels.function(SEARCH, f"mma{nt}_{mt}_{warps}_{g}")
+        fn = kernels.function(SEARCH, f"mma{nt}_{mt}_{warps}_{g}" + ("_s16" if s16 else ""))
     budget = min(SMEM_BUDGET, 227 * 1024 - staging - 1024)
     cs = max(1, min(steps, budget // (nt * 512)))  # k-steps of 8 words in shared memory
     cs = _cdiv(steps, _cdiv(steps, cs))  # chunks of equal length
@@ -192,9 +220,7 @@ def _mma(be, variant, qp, qn, mp, mn, s) -> None:
     _allow_smem(fn, smem)
     per_sm = max(1, min(2048 // (32 * warps), (227 * 1024) // (smem + 1024)))
     gx = max(1, min(_cdiv(_cdiv(m, rows), warps), be._sm_count() * per_sm))
-    args = (mp, mn, qp, qn, s, np.int64(m), np.int64(q), np.int64(w), np.int32(8 * cs))
-    tail = () if variant[0] == "cp" else (_NULL, _ZERO, _ZERO, _ZERO)  # no list, k, dbl, narrow
-    fn((gx, _cdiv(q, 8 * nt)), (32 * warps,), args + tail, shared_mem=smem)
+    return fn, (gx, _cdiv(q, 8 * nt)), (32 * warps,), smem, cs
 
 
 def _allow_smem(fn, nbytes: int) -> None:
