@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import search_plan as _lean
 from . import vsa_long as long
 from .engine import Engine, pack_params
 from .vsa_long import chunks as _chunks
@@ -29,6 +30,9 @@ SEARCH_QB = 16
 SEARCH_LANES = 8
 #: memory rows per thread in pass one (R x QB partial dots in registers)
 SEARCH_ROWS = 2
+#: (lanes, rows per thread) of pass one for a single query (a memory read for one query: a warp
+#: per row reads 128 B per load), or None for ``SEARCH_LANES``, ``SEARCH_ROWS``
+SEARCH_ONE: tuple[int, int] | None = (32, 2)
 
 
 def exact_words(w: int) -> bool:
@@ -43,10 +47,15 @@ def _qb(nq: int) -> int:
     return min(qb, SEARCH_QB)
 
 
-def dot_params(qb: int, storage: int = 16384) -> dict:
-    """Template parameters of pass one for ``qb`` queries per block: CAP (row, query) pairs per
-    thread per reduction round fit ``storage`` bytes of workgroup memory."""
-    lanes, rows = SEARCH_LANES, SEARCH_ROWS
+def _shape(q: int) -> tuple[int, int]:
+    """(lanes per row, rows per thread) of pass one for ``q`` queries."""
+    return SEARCH_ONE if q == 1 and SEARCH_ONE else (SEARCH_LANES, SEARCH_ROWS)
+
+
+def dot_params(qb: int, storage: int = 16384, q: int = 2) -> dict:
+    """Template parameters of pass one for ``qb`` queries per block (``q`` queries in all): CAP
+    (row, query) pairs per thread per reduction round fit ``storage`` bytes of workgroup memory."""
+    lanes, rows = _shape(q)
     stride = lanes * (256 // lanes + 1)
     cap = max(1, min(rows * qb, storage // (4 * stride)))
     return {"QB": qb, "L": lanes, "R": rows, "CAP": cap}
@@ -55,6 +64,13 @@ def dot_params(qb: int, storage: int = 16384) -> dict:
 def query_blocks() -> list[int]:
     """Every queries-per-block value :func:`search` may use (powers of two up to ``SEARCH_QB``)."""
     return sorted({_qb(n) for n in range(1, SEARCH_QB + 1)})
+
+
+def dot_variants() -> list[dict]:
+    """The template parameters of every pass one :func:`search` may compile (16 KiB storage)."""
+    out = [dot_params(qb) for qb in query_blocks()]
+    one = dot_params(1, q=1)
+    return out + ([one] if one not in out else [])
 
 
 def search(eng: Engine, ap, an, bp, bn, k: int):
@@ -73,29 +89,17 @@ def search(eng: Engine, ap, an, bp, bn, k: int):
                          "their dots on the host)")
     out_i = np.empty((q, k), np.int64)
     out_s = np.empty((q, k), np.int64)
-    qb = _qb(q)
-    # workgroup memory: WebGPU's guaranteed 16 KiB at most, so the variants are the same on every
-    # device (``variants.vsa_variants``); the rounds beyond it cost two barriers each
-    storage = min(eng.limits.max_workgroup_storage, 16384)
-    p_dot = eng.pipeline("vsa_search_dot", **dot_params(qb, storage))
-    p_score = eng.pipeline("vsa_search", SRC="score", RPT=SEARCH_RPT)
-    p_cand = eng.pipeline("vsa_search", SRC="cand", RPT=SEARCH_RPT)
-    lim = eng.max_binding
-    wmax = eng.limits.max_workgroups_per_dim
-    br = 256 // SEARCH_LANES * SEARCH_ROWS  # memory rows per pass-one workgroup
-    rows = max(1, lim // (4 * w))
-    mrows = min(rows, m, lim // 4, wmax * wmax * _TR, wmax * wmax * br)
-    gmax = -(-mrows // _TR)  # selection groups per query in any memory chunk
-    qrows = max(1, min(rows, lim // (4 * gmax * k), lim // (4 * mrows), (wmax * wmax) // gmax,
-                       (wmax * wmax) // -(-mrows // br) * qb))
-    if qrows >= qb:
-        qrows -= qrows % qb  # whole query blocks per chunk
+    if _lean.ENABLED:  # resident memory in one chunk: a cached plan, one submit, one small read
+        got = _lean.search(eng, ap, an, bp, bn, k)
+        if got is not None:
+            return got
+    pipes, qb, br, mrows, qrows = layout(eng, q, m, w, k)
     for q0, q1 in _chunks(q, qrows):
         nq = q1 - q0
         qa = [eng.upload(x[q0:q1]) for x in (ap, an)]
         parts = []
         for m0, m1 in _chunks(m, mrows):
-            parts.append(_chunk(eng, (p_dot, p_score, p_cand), qa, bp, bn, nq, m0, m1, w, k, qb, br))
+            parts.append(_chunk(eng, pipes, qa, bp, bn, nq, m0, m1, w, k, qb, br))
         eng.release(*qa)
         if len(parts) == 1:
             s, i = parts[0]
@@ -109,40 +113,73 @@ def search(eng: Engine, ap, an, bp, bn, k: int):
     return out_i, out_s
 
 
+def layout(eng: Engine, q: int, m: int, w: int, k: int):
+    """(pipelines, queries per block, memory rows per pass-one workgroup, memory rows per chunk,
+    queries per chunk) of a search of q queries over m rows of w words."""
+    qb = _qb(q)
+    # workgroup memory: WebGPU's guaranteed 16 KiB at most, so the variants are the same on every
+    # device (``variants.vsa_variants``); the rounds beyond it cost two barriers each
+    storage = min(eng.limits.max_workgroup_storage, 16384)
+    pipes = (eng.pipeline("vsa_search_dot", **dot_params(qb, storage, q)),
+             eng.pipeline("vsa_search", SRC="score", RPT=SEARCH_RPT),
+             eng.pipeline("vsa_search", SRC="cand", RPT=SEARCH_RPT))
+    lim = eng.max_binding
+    wmax = eng.limits.max_workgroups_per_dim
+    lanes, rows_t = _shape(q)
+    br = 256 // lanes * rows_t  # memory rows per pass-one workgroup
+    rows = max(1, lim // (4 * w))
+    mrows = min(rows, m, lim // 4, wmax * wmax * _TR, wmax * wmax * br)
+    gmax = -(-mrows // _TR)  # selection groups per query in any memory chunk
+    qrows = max(1, min(rows, lim // (4 * gmax * k), lim // (4 * mrows), (wmax * wmax) // gmax,
+                       (wmax * wmax) // -(-mrows // br) * qb))
+    if qrows >= qb:
+        qrows -= qrows % qb  # whole query blocks per chunk
+    return pipes, qb, br, mrows, qrows
+
+
 def _chunk(eng: Engine, pipes, qa, bp, bn, nq, m0, m1, w, k, qb, br):
     """(scores int32 (nq, k), indices uint32 (nq, k)) of memory rows [m0, m1): pass one, the
     selection and the merge passes in one submit; one read-back (indices copied behind scores)."""
-    p_dot, p_score, p_cand = pipes
-    n = m1 - m0
     mb = [eng.upload(x[m0:m1]) for x in (bp, bn)]
-    sc = eng.alloc(nq * n * 4)
+    cmds, bufs, cur = commands(eng, pipes, [b.binding() for b in qa + mb], nq, m0, m1 - m0, w, k,
+                               qb, br, eng.alloc)
+    out = eng.alloc(2 * nq * k * 4)
+    cmds += [eng.copy(cur[0], out, nq * k * 4), eng.copy(cur[1], out, nq * k * 4, 0, nq * k * 4)]
+    eng.submit(cmds)
+    both = eng.download(out, np.uint32, (2, nq, k))
+    eng.release(*mb, *bufs, out)
+    return both[0].view(np.int32), both[1]
+
+
+def commands(eng: Engine, pipes, binds, nq, m0, n, w, k, qb, br, alloc):
+    """The dispatches of one memory chunk of ``n`` rows from global row ``m0`` (pass one, the
+    selection, the merges): (commands, scratch buffers, the last (scores, indices) pair).
+    ``binds``: the query and memory planes' bindings; ``alloc(nbytes)`` gives the scratch."""
+    p_dot, p_score, p_cand = pipes
+    sc = alloc(nq * n * 4)
     rblocks = -(-n // br)
     gx, gy, _ = eng.grid(rblocks * -(-nq // qb))
-    cmds = [eng.dispatch(p_dot, [b.binding() for b in qa + mb + [sc]], (gx, gy, 1),
+    cmds = [eng.dispatch(p_dot, list(binds) + [sc.binding()], (gx, gy, 1),
                          pack_params(nq, n, w, gx, rblocks, 0, 0, 0))]
     groups = -(-n // _TR)
-    cur = [eng.alloc(nq * groups * k * 4) for _ in range(2)]
+    cur = [alloc(nq * groups * k * 4) for _ in range(2)]
     gx, gy, _ = eng.grid(nq * groups)
     cmds.append(eng.dispatch(p_score, [b.binding() for b in [sc] + cur], (gx, gy, 1),
                              pack_params(nq, n, 0, k, groups, gx, m0, 0)))
-    bufs = list(mb) + [sc] + cur
+    bufs = [sc] + cur
     length = groups * k
     while groups > 1:
         groups = -(-length // _TR)
-        nxt = [eng.alloc(nq * groups * k * 4) for _ in range(2)]
+        nxt = [alloc(nq * groups * k * 4) for _ in range(2)]
         gx, gy, _ = eng.grid(nq * groups)
         cmds.append(eng.dispatch(p_cand, [b.binding() for b in cur + nxt], (gx, gy, 1),
                                  pack_params(nq, length, 0, k, groups, gx, 0, 0)))
         bufs += nxt
         cur = nxt
         length = groups * k
-    out = eng.alloc(2 * nq * k * 4)
-    cmds += [eng.copy(cur[0], out, nq * k * 4), eng.copy(cur[1], out, nq * k * 4, 0, nq * k * 4)]
-    eng.submit(cmds)
-    both = eng.download(out, np.uint32, (2, nq, k))
-    eng.release(*bufs, out)
-    return both[0].view(np.int32), both[1]
+    return cmds, bufs, cur
 
 
-__all__ = ["SEARCH_LANES", "SEARCH_QB", "SEARCH_ROWS", "SEARCH_RPT", "TOPK_MAX", "dot_params",
-           "exact_words", "query_blocks", "search"]
+__all__ = ["SEARCH_LANES", "SEARCH_ONE", "SEARCH_QB", "SEARCH_ROWS", "SEARCH_RPT", "TOPK_MAX",
+           "commands", "dot_params", "dot_variants", "exact_words", "layout", "query_blocks",
+           "search"]
