@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_search import random_vecs  # noqa: E402
 
 import pytropical_gpu as tg  # noqa: E402
-from pytropical_gpu.backends.wgpu import mapread  # noqa: E402
+from pytropical_gpu.backends.wgpu import mapread, recorded  # noqa: E402
 from pytropical_gpu.backends.wgpu import search_plan as sp  # noqa: E402
 from pytropical_gpu.backends.wgpu import vsa_search as vs  # noqa: E402
 from pytropical_gpu.backends.wgpu.runtime import Dispatch  # noqa: E402
@@ -69,7 +69,7 @@ def breakdown(eng, fn, n=30):
     acc = {}
     rt = eng.rt
     orig = {"write": rt.write, "submit": rt.submit}
-    st_read = mapread.Staging.read
+    st_read, rec_submit = mapread.Staging.read, recorded.Recorded.submit
 
     def wrap(name, f):
         def g(*a, **kw):
@@ -81,6 +81,7 @@ def breakdown(eng, fn, n=30):
 
     rt.write, rt.submit = wrap("write", orig["write"]), wrap("submit", orig["submit"])
     mapread.Staging.read = wrap("map_read", st_read)
+    recorded.Recorded.submit = wrap("recorded_submit", rec_submit)
     try:
         for _ in range(n):
             t0 = time.perf_counter()
@@ -88,7 +89,7 @@ def breakdown(eng, fn, n=30):
             acc.setdefault("total", []).append(time.perf_counter() - t0)
     finally:
         rt.write, rt.submit = orig["write"], orig["submit"]
-        mapread.Staging.read = st_read
+        mapread.Staging.read, recorded.Recorded.submit = st_read, rec_submit
     return {k: float(np.median(v)) * 1e6 for k, v in acc.items()}
 
 
@@ -125,12 +126,15 @@ def main():
         order = np.stack([np.lexsort((ids, -r))[:k] for r in want])
         want_s = np.take_along_axis(want, order, axis=1)
         qres = ctx.to_device(q)
-        variants = [("generic L8R2 (before)", False, None, q), ("generic", False, (32, 2), q)]
-        shapes = [(32, 1), (32, 2), (32, 4), (16, 2), (8, 2)] if nq == 1 else [(32, 2)]
-        variants += [(f"plan L{s[0]}R{s[1]}", True, s, q) for s in shapes]
-        variants += [("plan, resident query", True, (32, 2), qres)]
-        for name, enabled, one, qq in variants:
-            sp.ENABLED, vs.SEARCH_ONE = enabled, one
+        variants = [("generic L8R2 (before)", False, None, q, True),
+                    ("generic", False, (32, 2), q, True),
+                    ("plan, rt.submit", True, (32, 2), q, False)]
+        shapes = [(32, 1), (32, 2), (32, 4), (32, 8), (16, 2), (16, 4), (8, 2)] if nq == 1 else \
+            [(32, 2)]
+        variants += [(f"plan L{s[0]}R{s[1]}", True, s, q, True) for s in shapes]
+        variants += [("plan, resident query", True, (32, 2), qres, True)]
+        for name, enabled, one, qq, rec in variants:
+            sp.ENABLED, vs.SEARCH_ONE, sp.RECORD = enabled, one, rec
             sp.clear(eng)
 
             def call(qq=qq):
@@ -168,7 +172,7 @@ def main():
             row["events_ms"] = cupy_time(cp, base, 10).median * 1e3
             log(f"Q={nq} baseline: {row}")
             out["rows"].append(row)
-    sp.ENABLED, vs.SEARCH_ONE = True, (32, 2)
+    sp.ENABLED, vs.SEARCH_ONE, sp.RECORD = True, (32, 2), True
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))
 

@@ -23,13 +23,16 @@ from collections import OrderedDict
 
 import numpy as np
 
-from . import mapread
+from . import mapread, recorded
 from .array import WgpuArray
 from .pool import DeviceBuffer
 from .runtime import Binding, Copy
 
 #: False: every search takes the generic path (benchmarks time both in one run)
 ENABLED = True
+#: False: a plan's commands go through ``rt.submit`` (bind groups made per call) instead of
+#: :mod:`.recorded` (bind groups and uniforms made once)
+RECORD = True
 #: plans kept per engine (each holds its scratch: Q x M x 4 bytes of scores and the candidates)
 MAX_PLANS = 4
 
@@ -46,7 +49,7 @@ class _Plan:
         self.refs = (weakref.ref(bp._storage), weakref.ref(bn._storage))
         self.taken: list[DeviceBuffer] = []
         self.pool = eng.pool
-        self.staging = None
+        self.staging = self.rec = None
         if not self.ok:
             return
         align = eng.limits.min_storage_offset_alignment
@@ -68,6 +71,7 @@ class _Plan:
         self.cmds += [Copy(cur[0].handle, 0, dst, 0, self.pairs),
                       Copy(cur[1].handle, 0, dst, self.pairs, self.pairs)]
         self.shape = (2, q, k)
+        self.rec = recorded.record(eng.rt, self.cmds) if RECORD else None
 
     def _take(self, nbytes: int) -> DeviceBuffer:
         cap = self.pool._class(nbytes)
@@ -80,17 +84,21 @@ class _Plan:
 
     def run(self, eng, ap, an):
         """(idx int64 (Q, k), scores int64 (Q, k)) of the host or resident query planes."""
-        cmds = self.cmds
+        cmds, first = self.cmds, None
         if isinstance(ap, WgpuArray):  # a resident query bound in place: the first dispatch changes
             d = cmds[0]
             b = [Binding(x._storage.handle, x.offset, max(x.nbytes, 4)) for x in (ap, an)]
-            cmds = [type(d)(d.pipeline, (*b, *d.bindings[2:]), d.groups, d.params)] + cmds[1:]
+            first = (*b, *d.bindings[2:])
+            cmds = [type(d)(d.pipeline, first, d.groups, d.params)] + cmds[1:]
         else:
             h = self.host
             h[:self.qbytes] = np.ascontiguousarray(ap).reshape(-1).view(np.uint8)
             h[self.qoff:] = np.ascontiguousarray(an).reshape(-1).view(np.uint8)
             eng.rt.write(self.qbuf.handle, h)
-        eng.rt.submit(cmds)
+        if self.rec is not None:
+            self.rec.submit(first)
+        else:
+            eng.rt.submit(cmds)
         if self.staging is not None:
             raw = self.staging.read(2 * self.pairs)
         else:
@@ -103,6 +111,9 @@ class _Plan:
         for b in self.taken:
             self.pool.returned.append((b.capacity, b.handle))
         self.taken = []
+        if self.rec is not None:
+            self.rec.close()
+            self.rec = None
         if self.staging is not None:
             self.staging.destroy()
             self.staging = None
