@@ -70,6 +70,7 @@ def breakdown(eng, fn, n=30):
     rt = eng.rt
     orig = {"write": rt.write, "submit": rt.submit}
     st_read, rec_submit = mapread.Staging.read, recorded.Recorded.submit
+    rec_write = recorded.Recorded.write
 
     def wrap(name, f):
         def g(*a, **kw):
@@ -82,6 +83,7 @@ def breakdown(eng, fn, n=30):
     rt.write, rt.submit = wrap("write", orig["write"]), wrap("submit", orig["submit"])
     mapread.Staging.read = wrap("map_read", st_read)
     recorded.Recorded.submit = wrap("recorded_submit", rec_submit)
+    recorded.Recorded.write = wrap("recorded_write", rec_write)
     try:
         for _ in range(n):
             t0 = time.perf_counter()
@@ -90,6 +92,7 @@ def breakdown(eng, fn, n=30):
     finally:
         rt.write, rt.submit = orig["write"], orig["submit"]
         mapread.Staging.read, recorded.Recorded.submit = st_read, rec_submit
+        recorded.Recorded.write = rec_write
     return {k: float(np.median(v)) * 1e6 for k, v in acc.items()}
 
 
@@ -126,15 +129,17 @@ def main():
         order = np.stack([np.lexsort((ids, -r))[:k] for r in want])
         want_s = np.take_along_axis(want, order, axis=1)
         qres = ctx.to_device(q)
-        variants = [("generic L8R2 (before)", False, None, q, True),
-                    ("generic", False, (32, 2), q, True),
-                    ("plan, rt.submit", True, (32, 2), q, False)]
-        shapes = [(32, 1), (32, 2), (32, 4), (32, 8), (16, 2), (16, 4), (8, 2)] if nq == 1 else \
-            [(32, 2)]
-        variants += [(f"plan L{s[0]}R{s[1]}", True, s, q, True) for s in shapes]
-        variants += [("plan, resident query", True, (32, 2), qres, True)]
-        for name, enabled, one, qq, rec in variants:
-            sp.ENABLED, vs.SEARCH_ONE, sp.RECORD = enabled, one, rec
+        # (name, plan on, SEARCH_ONE, query, recorded submit, SPIN_S)
+        variants = [("generic L8R2 (before)", False, None, q, True, 0.0005),
+                    ("plan", True, (32, 2), q, True, 0.0005),
+                    ("plan, blocking wait", True, (32, 2), q, True, 0.0),
+                    ("plan, rt.submit", True, (32, 2), q, False, 0.0005),
+                    ("plan, resident query", True, (32, 2), qres, True, 0.0005)]
+        if nq == 1:
+            variants += [("plan L32R4", True, (32, 4), q, True, 0.0005),
+                         ("plan L32R1", True, (32, 1), q, True, 0.0005)]
+        for name, enabled, one, qq, rec, spin in variants:
+            sp.ENABLED, vs.SEARCH_ONE, sp.RECORD, mapread.SPIN_S = enabled, one, rec, spin
             sp.clear(eng)
 
             def call(qq=qq):
@@ -148,14 +153,14 @@ def main():
                 log(f"Q={nq} {name}: WRONG RESULTS")
                 out["rows"].append(row)
                 continue
-            row["wall"] = wall(call)
+            row["wall"] = wall(call, n=100 if nq == 1 else 30)
             if enabled:
                 plan = next(iter(sp.plans(eng).values()))
                 try:
                     row["gpu"] = gpu_passes(eng, plan)
                 except Exception as e:  # noqa: BLE001
                     row["gpu_error"] = f"{type(e).__name__}: {e}"
-                row["host_us"] = breakdown(eng, call)
+                row["host_us"] = breakdown(eng, call, n=100 if nq == 1 else 30)
             log(f"Q={nq} {name}: {json.dumps({x: row[x] for x in row if x != 'Q'})}")
             out["rows"].append(row)
         if cp is not None:
@@ -172,7 +177,7 @@ def main():
             row["events_ms"] = cupy_time(cp, base, 10).median * 1e3
             log(f"Q={nq} baseline: {row}")
             out["rows"].append(row)
-    sp.ENABLED, vs.SEARCH_ONE, sp.RECORD = True, (32, 2), True
+    sp.ENABLED, vs.SEARCH_ONE, sp.RECORD, mapread.SPIN_S = True, (32, 2), True, 0.0005
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))
 

@@ -15,6 +15,7 @@ import pytest
 import pytropical_gpu as tg
 from conftest import require_backend
 from pytropical_gpu.backends import get_backend
+from pytropical_gpu.backends.wgpu.runtime import Dispatch
 from pytropical_gpu.vsa import TernaryVec
 
 
@@ -130,3 +131,18 @@ def test_host_memory_and_batches_take_the_generic_path(be, sp, rng):
     mv = ctx.to_device(TernaryVec.from_array(mem))
     with ctx.batch():
         assert run(be, q, mv, mem, 3) == 0
+
+
+@pytest.mark.parametrize("rows", [20_000, 40_000, 110_000])
+def test_merge_passes(be, sp, rng, rows):
+    """Candidate lists of 1,025-2,048 per query (one last merge pass with 8 slots a thread:
+    20,000 rows at k = 64, 110,000 at k = 10) and beyond (a 4-slot pass first: 40,000 at k = 64),
+    on memories of few distinct rows, so that every selection is all ties."""
+    k = 10 if rows > 100_000 else 64
+    mem = trits(rng, (5, 40))[rng.integers(0, 5, rows)]
+    mv = tg.HybridContext(backend="wgpu").to_device(TernaryVec.from_array(mem))
+    assert run(be, mem[rows // 2][None].copy(), mv, mem, k) == 1
+    assert run(be, trits(rng, (1, 40)), mv, mem, k) == 1
+    (plan,) = sp.plans(be.engine).values()
+    passes = [c.pipeline for c in plan.cmds if isinstance(c, Dispatch)]
+    assert len(passes) == (4 if rows == 40_000 else 3)  # pass one, the score pass, the merges

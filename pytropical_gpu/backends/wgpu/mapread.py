@@ -4,14 +4,17 @@ wgpu-py's ``queue.read_buffer`` creates a mappable buffer, a command buffer and 
 read, then waits through its poll thread (a thread hand-off and a promise each way). A caller that
 reads the same few bytes after every call (search's (Q, k) pairs) instead copies them into one
 :class:`Staging` buffer inside its own submit and maps it here: ``wgpuBufferMapAsync``, then
-``wgpuDevicePoll(wait)`` in this thread (it returns once the submitted work is done and runs the
-map callback), one memcpy, unmap. Only on wgpu-py's tested C API line (:func:`staging` returns None
-elsewhere: Dawn's runtime already reads through a recycled staging buffer).
+``wgpuDevicePoll`` in this thread (non-blocking for up to ``SPIN_S``, then waiting: it returns
+once the submitted work is done and runs the map callback), one memcpy, unmap. Only on wgpu-py's
+tested C API line (:func:`staging` returns None elsewhere: Dawn's runtime already reads through a
+recycled staging buffer).
 
 A hook beside ``runtime_wgpupy`` (owned elsewhere), not part of the runtime interface.
 """
 
 from __future__ import annotations
+
+import time
 
 import numpy as np
 
@@ -19,6 +22,9 @@ from .runtime_wgpupy import WgpuPyRuntime, _raw
 
 #: polls a read may take before it gives up (each one waits for all submitted work)
 _MAX_POLLS = 1000
+#: seconds a read polls without blocking before it waits in the driver: a short search is done
+#: within ~0.2 ms, and a blocking wait adds the thread's wake-up to every call
+SPIN_S = 0.0005
 
 
 class Staging:
@@ -52,6 +58,10 @@ class Staging:
         buf = self.handle._internal
         self._state[0] = 0
         lib.wgpuBufferMapAsync(buf, lib.WGPUMapMode_Read, 0, nbytes, self._info[0])
+        if SPIN_S > 0:
+            end = time.perf_counter() + SPIN_S
+            while not self._state[0] and time.perf_counter() < end:
+                lib.wgpuDevicePoll(self._dev, False, ffi.NULL)
         for _ in range(_MAX_POLLS):
             if self._state[0]:
                 break

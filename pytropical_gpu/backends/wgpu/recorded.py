@@ -105,6 +105,12 @@ class Recorded:
             if extra is not None:
                 lib.wgpuBindGroupRelease(extra)
 
+    def write(self, buf, data) -> None:
+        """``queue.write_buffer(buf, 0, data)`` straight through the C API (``data``: a C-contiguous
+        numpy array; ordered before the next submit like any queue write)."""
+        ffi, lib = self._raw
+        lib.wgpuQueueWriteBuffer(self._queue, buf._internal, 0, ffi.from_buffer(data), data.nbytes)
+
     def close(self) -> None:
         """Release the bind groups and the uniform buffer."""
         _, lib = self._raw

@@ -24,6 +24,7 @@ from collections import OrderedDict
 import numpy as np
 
 from . import mapread, recorded
+from . import vsa_search as _vs
 from .array import WgpuArray
 from .pool import DeviceBuffer
 from .runtime import Binding, Copy
@@ -41,10 +42,8 @@ class _Plan:
     """The commands of one (memory, Q, k) search and the buffers they use."""
 
     def __init__(self, eng, bp, bn, q: int, w: int, k: int):
-        from . import vsa_search as vs
-
         m = bp.shape[0]
-        pipes, qb, br, mrows, qrows = vs.layout(eng, q, m, w, k)
+        pipes, qb, br, mrows, qrows = _vs.layout(eng, q, m, w, k)
         self.ok = q <= qrows and m <= mrows
         self.refs = (weakref.ref(bp._storage), weakref.ref(bn._storage))
         self.taken: list[DeviceBuffer] = []
@@ -59,7 +58,7 @@ class _Plan:
         self.host = np.zeros(self.qoff + self.qbytes, np.uint8)  # both planes, one write
         mem = [Binding(x._storage.handle, x.offset, max(x.nbytes, 4)) for x in (bp, bn)]
         self.qbinds = [self.qbuf.binding(0, self.qbytes), self.qbuf.binding(self.qoff, self.qbytes)]
-        self.cmds, _, cur = vs.commands(eng, pipes, self.qbinds + mem, q, 0, m, w, k, qb, br,
+        self.cmds, _, cur = _vs.commands(eng, pipes, self.qbinds + mem, q, 0, m, w, k, qb, br,
                                         self._take)
         self.pairs = q * k * 4  # bytes of the scores, then of the indices
         self.staging = mapread.staging(eng.rt, 2 * self.pairs)
@@ -79,13 +78,14 @@ class _Plan:
         self.taken.append(buf)
         return buf
 
-    def alive(self, bp, bn) -> bool:
-        return self.refs[0]() is bp._storage and self.refs[1]() is bn._storage
+    def alive(self, sb, sn) -> bool:
+        """The plan was made for these storages (not for dead ones whose ids were reused)."""
+        return self.refs[0]() is sb and self.refs[1]() is sn
 
     def run(self, eng, ap, an):
         """(idx int64 (Q, k), scores int64 (Q, k)) of the host or resident query planes."""
         cmds, first = self.cmds, None
-        if isinstance(ap, WgpuArray):  # a resident query bound in place: the first dispatch changes
+        if type(ap) is WgpuArray:  # a resident query bound in place: the first dispatch changes
             d = cmds[0]
             b = [Binding(x._storage.handle, x.offset, max(x.nbytes, 4)) for x in (ap, an)]
             first = (*b, *d.bindings[2:])
@@ -94,7 +94,10 @@ class _Plan:
             h = self.host
             h[:self.qbytes] = np.ascontiguousarray(ap).reshape(-1).view(np.uint8)
             h[self.qoff:] = np.ascontiguousarray(an).reshape(-1).view(np.uint8)
-            eng.rt.write(self.qbuf.handle, h)
+            if self.rec is not None:
+                self.rec.write(self.qbuf.handle, h)
+            else:
+                eng.rt.write(self.qbuf.handle, h)
         if self.rec is not None:
             self.rec.submit(first)
         else:
@@ -135,32 +138,31 @@ def _bindable(eng, x) -> bool:
 
 def search(eng, ap, an, bp, bn, k: int):
     """``vsa_search.search`` through a cached plan, or None (the generic path runs)."""
-    from . import vsa_search as vs
-
-    if eng.recording is not None or not (_bindable(eng, bp) and _bindable(eng, bn)):
+    if eng.recording is not None or type(bp) is not WgpuArray or type(bn) is not WgpuArray:
         return None
-    resident_q = isinstance(ap, WgpuArray)
-    if resident_q and not (_bindable(eng, ap) and _bindable(eng, an)):
-        return None
-    q, w = ap.shape
-    bp._storage.check(), bn._storage.check()
-    if resident_q:
-        ap._storage.check(), an._storage.check()
-    key = (id(bp._storage), bp.offset, id(bn._storage), bn.offset, bp.shape[0], q, w, k,
-           vs.SEARCH_QB, vs.SEARCH_LANES, vs.SEARCH_ROWS, vs.SEARCH_ONE, vs.SEARCH_RPT)
+    sb, sn = bp._storage, bn._storage
+    key = (id(sb), bp.offset, id(sn), bn.offset, bp.shape[0], ap.shape, k, _vs.SEARCH_QB,
+           _vs.SEARCH_LANES, _vs.SEARCH_ROWS, _vs.SEARCH_ONE, _vs.SEARCH_RPT, _vs.SEARCH_RPT_LAST)
     table = plans(eng)
     plan = table.get(key)
-    if plan is not None and not plan.alive(bp, bn):
-        table.pop(key).close()
-        plan = None
-    if plan is None:
-        plan = table[key] = _Plan(eng, bp, bn, q, w, k)
+    if plan is None or not plan.alive(sb, sn):
+        if plan is not None:
+            table.pop(key).close()
+        if not (_bindable(eng, bp) and _bindable(eng, bn)):
+            return None
+        plan = table[key] = _Plan(eng, bp, bn, ap.shape[0], ap.shape[1], k)
         eng.count("search_plans")
         while len(table) > MAX_PLANS:
             table.popitem(last=False)[1].close()
-    table.move_to_end(key)
+    else:
+        table.move_to_end(key)
     if not plan.ok:
         return None
+    if type(ap) is WgpuArray:
+        if not (_bindable(eng, ap) and _bindable(eng, an)):
+            return None
+        ap._storage.check(), an._storage.check()
+    sb.check(), sn.check()
     eng.count("search_planned")
     return plan.run(eng, ap, an)
 

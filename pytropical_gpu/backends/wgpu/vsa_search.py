@@ -23,6 +23,9 @@ TOPK_MAX = 64
 #: shrinks the candidate list by at least TR / TOPK_MAX = 16
 SEARCH_RPT = 4
 _TR = 256 * SEARCH_RPT
+#: candidates per thread of a last merge pass: when a query's candidates fit 256 * this many, one
+#: pass merges them all (1 query x 200,000 rows: 1,960 candidates, one pass instead of two)
+SEARCH_RPT_LAST = 8
 #: queries per pass one (the memory is read once per block of this many queries); fewer queries
 #: use the smallest power of two that holds them. Timed variants: ``bench_search.py --variants``
 SEARCH_QB = 16
@@ -122,7 +125,8 @@ def layout(eng: Engine, q: int, m: int, w: int, k: int):
     storage = min(eng.limits.max_workgroup_storage, 16384)
     pipes = (eng.pipeline("vsa_search_dot", **dot_params(qb, storage, q)),
              eng.pipeline("vsa_search", SRC="score", RPT=SEARCH_RPT),
-             eng.pipeline("vsa_search", SRC="cand", RPT=SEARCH_RPT))
+             eng.pipeline("vsa_search", SRC="cand", RPT=SEARCH_RPT),
+             eng.pipeline("vsa_search", SRC="cand", RPT=SEARCH_RPT_LAST))
     lim = eng.max_binding
     wmax = eng.limits.max_workgroups_per_dim
     lanes, rows_t = _shape(q)
@@ -155,7 +159,7 @@ def commands(eng: Engine, pipes, binds, nq, m0, n, w, k, qb, br, alloc):
     """The dispatches of one memory chunk of ``n`` rows from global row ``m0`` (pass one, the
     selection, the merges): (commands, scratch buffers, the last (scores, indices) pair).
     ``binds``: the query and memory planes' bindings; ``alloc(nbytes)`` gives the scratch."""
-    p_dot, p_score, p_cand = pipes
+    p_dot, p_score, p_cand, p_last = pipes
     sc = alloc(nq * n * 4)
     rblocks = -(-n // br)
     gx, gy, _ = eng.grid(rblocks * -(-nq // qb))
@@ -169,10 +173,13 @@ def commands(eng: Engine, pipes, binds, nq, m0, n, w, k, qb, br, alloc):
     bufs = [sc] + cur
     length = groups * k
     while groups > 1:
-        groups = -(-length // _TR)
+        last = length <= 256 * SEARCH_RPT_LAST
+        groups = 1 if last else -(-length // _TR)
         nxt = [alloc(nq * groups * k * 4) for _ in range(2)]
         gx, gy, _ = eng.grid(nq * groups)
-        cmds.append(eng.dispatch(p_cand, [b.binding() for b in cur + nxt], (gx, gy, 1),
+        pipe = p_last if last and length > _TR else p_cand
+        cmds.append(eng.dispatch(pipe, [b.binding() for b in cur + nxt],
+                                 (gx, gy, 1),
                                  pack_params(nq, length, 0, k, groups, gx, 0, 0)))
         bufs += nxt
         cur = nxt
@@ -180,6 +187,7 @@ def commands(eng: Engine, pipes, binds, nq, m0, n, w, k, qb, br, alloc):
     return cmds, bufs, cur
 
 
-__all__ = ["SEARCH_LANES", "SEARCH_ONE", "SEARCH_QB", "SEARCH_ROWS", "SEARCH_RPT", "TOPK_MAX",
+__all__ = ["SEARCH_LANES", "SEARCH_ONE", "SEARCH_QB", "SEARCH_ROWS", "SEARCH_RPT", "SEARCH_RPT_LAST",
+           "TOPK_MAX",
            "commands", "dot_params", "dot_variants", "exact_words", "layout", "query_blocks",
            "search"]
