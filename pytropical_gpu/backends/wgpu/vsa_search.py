@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import search_plan as _lean
 from . import vsa_long as long
 from .engine import Engine, pack_params
 from .vsa_long import chunks as _chunks
@@ -76,26 +75,30 @@ def dot_variants() -> list[dict]:
     return out + ([one] if one not in out else [])
 
 
-def search(eng: Engine, ap, an, bp, bn, k: int):
-    """The k best memory rows per query, (idx int64 (Q, k), scores int64 (Q, k)), descending, ties
-    to the smaller index; only (Q, k) pairs per memory chunk come back to the host.
-
-    Memory beyond one binding runs in row chunks (their k best merged on the host), queries in
-    chunks whose scores buffer and candidate lists fit a binding and whose grids fit a dispatch."""
-    q, w = ap.shape
-    m = bp.shape[0]
+def check_args(eng: Engine, ap, bp, k: int) -> None:
+    """ValueError unless :func:`search` runs these on the GPU: 1 <= k <= min(M, ``TOPK_MAX``),
+    exact i32 row dots, rows within one binding."""
+    w, m = ap.shape[1], bp.shape[0]
     if not (1 <= k <= min(m, TOPK_MAX) and exact_words(w) and m < 0xFFFFFFFF):
         raise ValueError(f"wgpu search: k must be in [1, min(M, {TOPK_MAX})] with exact i32 rows, "
                          f"got k={k}, M={m}, {w} words")
     if long.is_long(eng, w):
         raise ValueError(f"wgpu search: rows of {w} words exceed one binding (vsa.search ranks "
                          "their dots on the host)")
+
+
+def search(eng: Engine, ap, an, bp, bn, k: int):
+    """The k best memory rows per query, (idx int64 (Q, k), scores int64 (Q, k)), descending, ties
+    to the smaller index; only (Q, k) pairs per memory chunk come back to the host.
+
+    Memory beyond one binding runs in row chunks (their k best merged on the host), queries in
+    chunks whose scores buffer and candidate lists fit a binding and whose grids fit a dispatch.
+    (A resident memory in one chunk goes through :mod:`.search_plan` first, see ``vsa.search``.)"""
+    q, w = ap.shape
+    m = bp.shape[0]
+    check_args(eng, ap, bp, k)
     out_i = np.empty((q, k), np.int64)
     out_s = np.empty((q, k), np.int64)
-    if _lean.ENABLED:  # resident memory in one chunk: a cached plan, one submit, one small read
-        got = _lean.search(eng, ap, an, bp, bn, k)
-        if got is not None:
-            return got
     pipes, qb, br, mrows, qrows = layout(eng, q, m, w, k)
     for q0, q1 in _chunks(q, qrows):
         nq = q1 - q0
@@ -189,5 +192,5 @@ def commands(eng: Engine, pipes, binds, nq, m0, n, w, k, qb, br, alloc):
 
 __all__ = ["SEARCH_LANES", "SEARCH_ONE", "SEARCH_QB", "SEARCH_ROWS", "SEARCH_RPT", "SEARCH_RPT_LAST",
            "TOPK_MAX",
-           "commands", "dot_params", "dot_variants", "exact_words", "layout", "query_blocks",
+           "check_args", "commands", "dot_params", "dot_variants", "exact_words", "layout", "query_blocks",
            "search"]
