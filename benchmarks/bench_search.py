@@ -3,7 +3,8 @@
 Ours: ``pytropical_gpu.search`` on each available GPU backend with the memory resident on the
 device (``HybridContext.to_device``: cupy planes on cuda, WgpuArray planes on wgpu, so no call
 uploads the memory; a memory larger than one wgpu buffer falls back to the numpy planes, uploaded
-each call, and the note says so). Baseline in the same run:
+each call, and the note says so). The wgpu rows pass a host query and get numpy arrays back (what a
+user writes; ``bench_search_plan.py`` times the resident query too). Baseline in the same run:
 what a user writes with CuPy — the trits as a dense float32 matrix, ``mem @ q`` (cuBLAS) and
 ``argsort`` of the scores. Results are checked (indices and scores) before timing.
 
@@ -101,12 +102,10 @@ def run(quick: bool = False, progress=None) -> list:
                 def ours(qq=qq):
                     return tg.search(qq, mem_dev, k=k, backend="cuda")
                 s, note = sync, "memory resident"
-            else:
-                qq = tg.HybridContext(backend="wgpu").to_device(q)
-
-                def ours(qq=qq, mm=wgpu_mem):
+            else:  # a host query (numpy planes) in, numpy out: what a user writes
+                def ours(qq=q, mm=wgpu_mem):
                     return tg.search(qq, mm, k=k, backend="wgpu")
-                s, note = None, wnote + ", " + _wgpu_variant()
+                s, note = None, wnote + ", host query, " + _wgpu_variant()
             _check(name, sizes, ours, order, want_scores)
             device = tg.get_backend(name).describe().get("device", name)
             results.append(h.compare("search", name, str(device), sizes, ours, base, work=work,
@@ -127,24 +126,26 @@ def _check(name, sizes, ours, order, want_scores):
 def _wgpu_variant() -> str:
     from pytropical_gpu.backends.wgpu import vsa_search as vs
 
-    return f"QB={vs.SEARCH_QB} L={vs.SEARCH_LANES} R={vs.SEARCH_ROWS}"
+    one = f" (1 query: L={vs.SEARCH_ONE[0]} R={vs.SEARCH_ONE[1]})" if vs.SEARCH_ONE else ""
+    return f"QB={vs.SEARCH_QB} L={vs.SEARCH_LANES} R={vs.SEARCH_ROWS}{one}"
 
 
 def _variants(ours, nq, sizes, device, work, order, want_scores, say) -> list:
     """Each pass-one variant, checked then timed; the defaults are restored afterwards."""
     from pytropical_gpu.backends.wgpu import vsa_search as vs
 
-    saved = vs.SEARCH_QB, vs.SEARCH_LANES, vs.SEARCH_ROWS
+    saved = vs.SEARCH_QB, vs.SEARCH_LANES, vs.SEARCH_ROWS, vs.SEARCH_ONE
     rows = []
     try:
         for qb, lanes, r in VARIANTS_64 if nq > 1 else VARIANTS_1:
             vs.SEARCH_QB, vs.SEARCH_LANES, vs.SEARCH_ROWS = qb, lanes, r
+            vs.SEARCH_ONE = None  # one query takes (L, R) from SEARCH_LANES / SEARCH_ROWS
             say(f"search wgpu {sizes} variant {_wgpu_variant()}")
             _check("wgpu " + _wgpu_variant(), sizes, ours, order, want_scores)
             rows.append(h.compare("search", "wgpu-variant", device, sizes, ours, work=work,
                                   unit="op", repeats=5, max_time=1.0, note=_wgpu_variant()))
     finally:
-        vs.SEARCH_QB, vs.SEARCH_LANES, vs.SEARCH_ROWS = saved
+        vs.SEARCH_QB, vs.SEARCH_LANES, vs.SEARCH_ROWS, vs.SEARCH_ONE = saved
     best = min(rows, key=lambda x: x.median_s)
     say(f"fastest wgpu variant at {sizes}: {best.note} {best.median_s * 1e3:.3f} ms")
     return rows

@@ -132,7 +132,8 @@ def vsa_variants() -> list[Variant]:
     out += [_v("facts", KIND=k, ONE=one, WG=WG)  # the facts of resident GEMM results
             for k in ("f32", "i32", "u32") for one in (False, True)]
     out += [_v("vsa_search", SRC=src, RPT=vsa_search.SEARCH_RPT) for src in ("score", "cand")]
-    out += [_v("vsa_search_dot", **vsa_search.dot_params(qb)) for qb in vsa_search.query_blocks()]
+    out += [_v("vsa_search", SRC="cand", RPT=vsa_search.SEARCH_RPT_LAST)]
+    out += [_v("vsa_search_dot", **params) for params in vsa_search.dot_variants()]
     out += [_v("vsa_bundle", WIDTH=w, WG=WG) for w in BUNDLE_WIDTHS]
     for bits in range(1, MAX_BITS + 1):
         out += [_v("vsa_elementwise", OP=op, BITS=bits, WG=WG, VEC=v, PER=vsa.EW_PER)
