@@ -7,8 +7,9 @@ out, wall clock, transfers included), plus the sizes issue 13 named (dot of 2^22
 backend that runs here is timed (cpu, cuda, wgpu; a software wgpu adapter too, for information),
 and so is ``auto`` twice: routed by a ``calibrate()`` made at the start of this run (not saved:
 the user's cache is left alone) and routed by the built-in defaults only. Calls are interleaved
-(one call of each variant per round, median of the rounds) so a loaded machine slows all alike; a
-software adapter is timed on its own afterwards (its spinning threads would slow the next call).
+(one call of each variant per round, in a new shuffled order each round, median of the rounds) so
+a loaded machine slows all alike and no variant always follows the same one (each row's ``after``:
+a variant's median by the variant before it); a software adapter is timed on its own afterwards (its spinning threads would slow the next call).
 Every backend's result is checked against cpu's (exact; cosine to 1e-9) before it is timed.
 
 The ratio that counts is auto's median over the fastest *eligible* backend's: what "auto" may
@@ -26,6 +27,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import random
 import statistics
 import sys
 import time
@@ -85,32 +87,44 @@ def _rng(op: str, p: int) -> np.random.Generator:
     return np.random.default_rng([OPS.index(op), p])
 
 
-def _time_round(calls: dict[str, Any], repeats: int, cell_s: float) -> dict[str, float]:
-    """Median wall time of each variant, interleaved round by round (in a rotating order) after a
-    warm-up: at least 3 rounds, more (up to ``repeats``) while the cell has used less than
-    ``cell_s``. A call under 20 ms is preceded by an untimed one of the same variant, so what the
-    previous variant left behind (a software adapter's spinning threads, evicted caches) is not
-    charged to it."""
+def _time_round(calls: dict[str, Any], repeats: int, cell_s: float,
+                after: dict | None = None) -> dict[str, float]:
+    """Median wall time of each variant, interleaved round by round (each round in a new shuffled
+    order) after a warm-up: at least 3 rounds, more (up to ``repeats``) while the cell has used less
+    than ``cell_s``. A call under 20 ms is preceded by an untimed one of the same variant. ``after``
+    (if given) gets, per variant, its median by the variant timed just before it.
+
+    Why shuffled: on the H200 the variant timed after a wgpu call ran 5-35 us slower even after its
+    own untimed call. A fixed order charged that to auto (it followed wgpu), and so did the rotation
+    of run 2: rotating a cycle keeps every variant's predecessor. A shuffle gives each variant each
+    predecessor alike, and ``after`` shows what a predecessor costs."""
     warm = {}
     for k, f in calls.items():
         t0 = time.perf_counter()
         f()
         warm[k] = time.perf_counter() - t0
     times: dict[str, list[float]] = {k: [] for k in calls}
+    by_prev: dict[str, dict[str, list[float]]] = {k: {} for k in calls}
     t_end = time.perf_counter() + cell_s
-    names = list(calls)
+    order, prev = list(calls), list(calls)[-1]
+    shuffle = random.Random(len(order)).shuffle
     for r in range(repeats):
-        # the order rotates every round, so no variant always follows the same one (on the H200 the
-        # variant timed right after a GPU call ran 10-35 us slower: a fixed order charged it to auto)
-        for k in names[r % len(names):] + names[:r % len(names)]:
+        shuffle(order)
+        for k in order:
             f = calls[k]
             if warm[k] < 0.02:
                 f()
             t0 = time.perf_counter()
             f()
-            times[k].append(time.perf_counter() - t0)
+            dt = time.perf_counter() - t0
+            times[k].append(dt)
+            by_prev[k].setdefault(prev, []).append(dt)
+            prev = k
         if r >= 2 and time.perf_counter() > t_end:
             break
+    if after is not None:
+        for k, d in by_prev.items():
+            after.setdefault(k, {}).update({p: statistics.median(v) for p, v in d.items()})
     return {k: statistics.median(v) for k, v in times.items()}
 
 
@@ -145,13 +159,14 @@ class _Bench:
         for name, ctx in self.ctx.items():
             if routes[name] in run_here:
                 variants[name] = lambda ctx=ctx: (setattr(sw, "ctx", ctx), call(None))
-        med = _time_round(variants, self.repeats, self.cell_s)
+        after: dict = {}
+        med = _time_round(variants, self.repeats, self.cell_s, after)
         for b in run_here:  # a software adapter alone: its threads would slow the next call
             if b not in eligible:
                 med.update(_time_round({b: lambda b=b: call(b)}, self.repeats, self.cell_s))
         elig = {b: med[b] for b in run_here if b in eligible}
         best = min(elig, key=elig.get) if elig else None
-        row = {"op": op, "step": p, "size": size, "median_s": med, "routes": routes,
+        row = {"op": op, "step": p, "size": size, "median_s": med, "routes": routes, "after": after,
                "fastest_eligible": best, "fastest_any": min(run_here, key=med.get), "agree": agree}
         for name in self.ctx:
             row[f"ratio_{name}"] = med[name] / elig[best] if name in med and best else None
