@@ -9,7 +9,8 @@ and so is ``auto`` twice: routed by a ``calibrate()`` made at the start of this 
 the user's cache is left alone) and routed by the built-in defaults only. Calls are interleaved
 (one call of each variant per round, in a new shuffled order each round, median of the rounds) so
 a loaded machine slows all alike and no variant always follows the same one (each row's ``after``:
-a variant's median by the variant before it); a software adapter is timed on its own afterwards (its spinning threads would slow the next call).
+a variant's median by the variant before it); a software adapter is timed on its own afterwards
+(its spinning threads would slow the next call).
 Every backend's result is checked against cpu's (exact; cosine to 1e-9) before it is timed.
 
 The ratio that counts is auto's median over the fastest *eligible* backend's: what "auto" may
