@@ -164,13 +164,11 @@ def test_cuda_upload_matches_asarray_on_any_stream(rng):
     for stream in (cupy.cuda.Stream.null, cupy.cuda.Stream(non_blocking=True)):
         with stream:
             got = HybridContext(backend="cuda").to_device(want)
-            twice = got * 2  # queued on the same stream after the DMA
+            again = got.copy()  # queued on the same stream, after the DMA
         stream.synchronize()
         assert got.dtype == want.dtype and got.shape == want.shape
-        assert bool(cupy.all(got.view(cupy.uint32) == ref.view(cupy.uint32)))
-        assert np.array_equal(twice.get(), want * 2, equal_nan=True)
-    b = want.astype(">f4")  # not native: cupy.asarray's own path, the same values
-    assert np.array_equal(_arrays.to_cupy(b).get(), want, equal_nan=True)
+        for x in (got, again):
+            assert bool(cupy.all(x.view(cupy.uint32) == ref.view(cupy.uint32)))
     cupy.cuda.Device().synchronize()
     _pinned.put(want)  # every earlier event has passed: only this upload's block stays
     assert len(_pinned._staged) == 1
