@@ -70,6 +70,9 @@ def main() -> None:
              ("mm def", lambda: c2.matmul(x, x, "min_plus")),
              ("bf cal", lambda: c1.backend_for("bind", a, b)),
              ("bf def", lambda: c2.backend_for("bind", a, b))]
+    for _, f in calls:  # every context probes its GPUs and builds its table before any timing
+        f()
+    time.sleep(1.0)  # what the probes started (driver threads) settles
     for name, f in calls:
         print(f"{name}: {best_us(f):.2f} us", flush=True)
     print("gpu", c1.gpu, c2.gpu, "routes", c1._routes()["bind"], c2._routes()["bind"])

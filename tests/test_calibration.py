@@ -128,6 +128,35 @@ def test_sizes_are_in_hybridcontext_route_units(monkeypatch):
         assert lean_size(routed_op, operands) == (op, size), op  # numpy operands: the lean path
 
 
+def test_cases_call_the_context_current_at_call_time():
+    """A case looks its verb up when called, so a context switched between calls (bench_auto's
+    calibrated and defaults-only ones) routes each call itself (bind/dot/cosine once bound the
+    context current when the case was built: both columns then timed one context)."""
+    seen = []
+
+    class Verbs:
+        def __init__(self, name):
+            self.name = name
+
+        def __getattr__(self, verb):
+            return lambda *a, **k: seen.append((self.name, verb))
+
+    class Switch:
+        ctx: object = Verbs("at build")
+
+        def __getattr__(self, verb):
+            return getattr(self.ctx, verb)
+
+    sw, rng = Switch(), np.random.default_rng(2)
+    for op in OPS:
+        sw.ctx = Verbs("at build")
+        call, _ = calibration_cases.build(op, calibration_cases.steps(op)[0], rng, ctx=sw)
+        sw.ctx = Verbs("at call")
+        seen.clear()
+        call(None)
+        assert [who for who, _ in seen] == ["at call"], (op, seen)
+
+
 def test_cpu_only_calibration_round_trip(cache):
     t = calibrate(["cpu"], ["bind", "pack"], progress=False, max_steps=2, repeats=1)
     assert set(t.timings) == {"bind", "pack"} and set(t.timings["bind"]) == {"cpu"}
