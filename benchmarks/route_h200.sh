@@ -11,9 +11,11 @@ LOG="$OUT/route_h200.log"
 DEADLINE=${DEADLINE:-280}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$LOG"
 git -C . log -1 --format=%H 2>/dev/null | tee -a "$LOG"
+STEPS=",${STEPS:-tests,direct,upload,apsp,auto},"  # which steps run (e.g. STEPS=direct,auto)
 step() {  # step NAME SECONDS CMD...: run within the deadline, output to the log, tail printed
   local name=$1 limit=$2 left=$((DEADLINE - SECONDS))
   shift 2
+  [[ $STEPS == *",$name,"* ]] || return 0
   ((left < limit)) && limit=$left
   ((limit < 5)) && { echo "$name skipped (deadline)" | tee -a "$LOG"; return; }
   local t0=$SECONDS
@@ -32,4 +34,4 @@ step upload 25 python3 benchmarks/bench_upload.py --json "$OUT/upload_h200_route
 step apsp 50 python3 examples/apsp_resident.py --n 4096
 LEFT=$((DEADLINE - SECONDS - 25))
 step auto $((DEADLINE - SECONDS)) python3 benchmarks/bench_auto.py --max-seconds "$LEFT" --cell 0.3 \
-  --budget 0.2 --json "$OUT/auto_h200_route.json"
+  --repeats "${REPEATS:-15}" --budget 0.2 --json "$OUT/auto_h200_route.json"
