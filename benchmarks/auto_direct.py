@@ -38,11 +38,20 @@ def best_us(f, n: int = 3000) -> float:
     return best
 
 
-def after_us(prev, f, n: int = 400, same_first: bool = True) -> float:
-    """Median time of ``f`` right after ``prev`` (and an untimed ``f``, as bench_auto times)."""
+def spin(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def after_us(prev, f, n: int = 400, same_first: bool = True, gap=None) -> float:
+    """Median time of ``f`` right after ``prev`` (then ``gap()`` if given, and an untimed ``f``, as
+    bench_auto times)."""
     out = []
     for _ in range(n):
         prev()
+        if gap is not None:
+            gap()
         if same_first:
             f()
         t0 = time.perf_counter()
@@ -82,7 +91,11 @@ def main() -> None:
         prevs[g] = lambda g=g: c1.bind(a, b, backend=g)
     for name, prev in prevs.items():
         print(f"cpu bind after {name}: {after_us(prev, cpu):.2f} us (after an untimed cpu call), "
-              f"{after_us(prev, cpu, same_first=False):.2f} us (right after)", flush=True)
+              f"{after_us(prev, cpu, same_first=False):.2f} us (right after), "
+              f"{after_us(prev, cpu, gap=lambda: spin(2e-4)):.2f} us (0.2 ms busy first), "
+              f"{after_us(prev, cpu, gap=lambda: spin(2e-3)):.2f} us (2 ms busy first), "
+              f"{after_us(prev, cpu, gap=lambda: time.sleep(1e-3)):.2f} us (1 ms asleep first)",
+              flush=True)
 
 
 if __name__ == "__main__":
