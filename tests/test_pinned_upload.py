@@ -71,6 +71,7 @@ def fake(monkeypatch):
     monkeypatch.setattr(_Dev, "log", rec.sets, raising=False)
     monkeypatch.setitem(sys.modules, "cupy", mod)
     monkeypatch.setattr(_pinned, "MIN_BYTES", 4 << 20)
+    monkeypatch.setattr(_pinned, "UP_MIN_BYTES", 4 << 20)
     monkeypatch.setattr(_pinned, "CHUNK", 1 << 20)  # several pieces per upload
     monkeypatch.setattr(_pinned, "_staged", [])
     return rec
@@ -122,11 +123,14 @@ def test_the_staging_block_is_kept_until_its_dma_has_passed(fake, rng):
     assert [ev for ev, _ in _pinned._staged] == fake.events[1:]  # the first one released
 
 
-@pytest.mark.parametrize("case", ["small", "fortran", "strided", "big_endian", "complex_be",
-                                  "over_bound", "off"])
+@pytest.mark.parametrize("case", ["small", "under_upload_min", "fortran", "strided", "big_endian",
+                                  "complex_be", "over_bound", "off"])
 def test_other_uploads_take_cupy_asarray(fake, rng, monkeypatch, case):
     big = rng.standard_normal((1200, 1000))
-    v = {"small": big[:10], "fortran": np.asfortranarray(big), "strided": big[:, ::2],
+    if case == "under_upload_min":  # over the download threshold, under the upload one
+        monkeypatch.setattr(_pinned, "UP_MIN_BYTES", big.nbytes + 1)
+    v = {"small": big[:10], "under_upload_min": big, "fortran": np.asfortranarray(big),
+         "strided": big[:, ::2],
          "big_endian": big.astype(">f8"), "complex_be": big.astype(">c16"),
          "over_bound": big, "off": big}[case]
     if case == "off":
