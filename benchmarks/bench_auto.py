@@ -7,8 +7,10 @@ out, wall clock, transfers included), plus the sizes issue 13 named (dot of 2^22
 backend that runs here is timed (cpu, cuda, wgpu; a software wgpu adapter too, for information),
 and so is ``auto`` twice: routed by a ``calibrate()`` made at the start of this run (not saved:
 the user's cache is left alone) and routed by the built-in defaults only. Calls are interleaved
-(one call of each variant per round, median of the rounds) so a loaded machine slows all alike; a
-software adapter is timed on its own afterwards (its spinning threads would slow the next call).
+(one call of each variant per round, in a new shuffled order each round, median of the rounds) so
+a loaded machine slows all alike and no variant always follows the same one (each row's ``after``:
+a variant's median by the variant before it); a software adapter is timed on its own afterwards
+(its spinning threads would slow the next call).
 Every backend's result is checked against cpu's (exact; cosine to 1e-9) before it is timed.
 
 The ratio that counts is auto's median over the fastest *eligible* backend's: what "auto" may
@@ -26,6 +28,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import random
 import statistics
 import sys
 import time
@@ -85,33 +88,50 @@ def _rng(op: str, p: int) -> np.random.Generator:
     return np.random.default_rng([OPS.index(op), p])
 
 
-def _time_round(calls: dict[str, Any], repeats: int, cell_s: float) -> dict[str, float]:
-    """Median wall time of each variant, interleaved round by round (in a rotating order) after a
-    warm-up: at least 3 rounds, more (up to ``repeats``) while the cell has used less than
-    ``cell_s``. A call under 20 ms is preceded by an untimed one of the same variant, so what the
-    previous variant left behind (a software adapter's spinning threads, evicted caches) is not
-    charged to it."""
+def _time_round(calls: dict[str, Any], repeats: int, cell_s: float, seed: Any = 0,
+                gpu: frozenset = frozenset(), after: dict | None = None) -> tuple[dict, dict]:
+    """Median wall time of each variant, interleaved round by round (each round in a new shuffled
+    order, ``seed`` per cell) after a warm-up: at least 3 rounds, more (up to ``repeats``) while the
+    cell has used less than ``cell_s``. A call under 20 ms is preceded by an untimed one of the
+    same variant. Returns (medians, medians over the rounds whose previous variant ran on the host,
+    i.e. is not in ``gpu``); ``after`` (if given) gets, per variant, its median by predecessor.
+
+    Why: on the H200 a host call timed after a cuda or wgpu call ran 5-15 us slower, even after its
+    own untimed call (auto_direct.py: cpu bind 512 trits 14 us after cpu, 28 after cuda or wgpu).
+    A fixed order (run 1) or a rotated one (run 2: a rotated cycle keeps every predecessor) made
+    auto follow wgpu in every round; one seed for every cell (route run 1) made auto follow a GPU
+    in 11 of 15 rounds against 6 for auto_defaults. A seed per cell spreads predecessors at random,
+    and the host-predecessor medians leave out what a GPU call leaves behind for the next one."""
     warm = {}
     for k, f in calls.items():
         t0 = time.perf_counter()
         f()
         warm[k] = time.perf_counter() - t0
-    times: dict[str, list[float]] = {k: [] for k in calls}
+    by_prev: dict[str, dict[str, list[float]]] = {k: {} for k in calls}
     t_end = time.perf_counter() + cell_s
-    names = list(calls)
+    order, prev = list(calls), list(calls)[-1]
+    shuffle = random.Random(repr(seed)).shuffle
     for r in range(repeats):
-        # the order rotates every round, so no variant always follows the same one (on the H200 the
-        # variant timed right after a GPU call ran 10-35 us slower: a fixed order charged it to auto)
-        for k in names[r % len(names):] + names[:r % len(names)]:
+        shuffle(order)
+        for k in order:
             f = calls[k]
             if warm[k] < 0.02:
                 f()
             t0 = time.perf_counter()
             f()
-            times[k].append(time.perf_counter() - t0)
+            by_prev[k].setdefault(prev, []).append(time.perf_counter() - t0)
+            prev = k
         if r >= 2 and time.perf_counter() > t_end:
             break
-    return {k: statistics.median(v) for k, v in times.items()}
+    if after is not None:
+        for k, d in by_prev.items():
+            after.setdefault(k, {}).update({p: statistics.median(v) for p, v in d.items()})
+    med, host = {}, {}
+    for k, d in by_prev.items():
+        med[k] = statistics.median([t for v in d.values() for t in v])
+        h = [t for p, v in d.items() if p not in gpu for t in v]
+        host[k] = statistics.median(h) if h else med[k]
+    return med, host
 
 
 class _Bench:
@@ -123,6 +143,7 @@ class _Bench:
         self.ctx["auto"].use_calibration(cal)
         self.ctx["auto_defaults"].use_calibration(None)
         self.sw = _Switch(self.ctx["auto"])
+        self.cells = 0
 
     def cell(self, op: str, p: int, run_here: list[str], progress: bool) -> dict:
         """Check every backend's result against the first's, then time backends and both autos."""
@@ -145,16 +166,25 @@ class _Bench:
         for name, ctx in self.ctx.items():
             if routes[name] in run_here:
                 variants[name] = lambda ctx=ctx: (setattr(sw, "ctx", ctx), call(None))
-        med = _time_round(variants, self.repeats, self.cell_s)
+        after: dict = {}
+        self.cells += 1
+        on_gpu = frozenset(k for k in variants if routes.get(k, k) not in ("cpu",))
+        med, host = _time_round(variants, self.repeats, self.cell_s, (op, p, self.cells), on_gpu,
+                                after)
         for b in run_here:  # a software adapter alone: its threads would slow the next call
             if b not in eligible:
-                med.update(_time_round({b: lambda b=b: call(b)}, self.repeats, self.cell_s))
+                med.update(_time_round({b: lambda b=b: call(b)}, self.repeats, self.cell_s)[0])
         elig = {b: med[b] for b in run_here if b in eligible}
         best = min(elig, key=elig.get) if elig else None
+        elig_h = {b: host[b] for b in run_here if b in eligible}
+        best_h = min(elig_h, key=elig_h.get) if elig_h else None
         row = {"op": op, "step": p, "size": size, "median_s": med, "routes": routes,
-               "fastest_eligible": best, "fastest_any": min(run_here, key=med.get), "agree": agree}
+               "median_after_host_s": host, "after": after, "fastest_eligible": best,
+               "fastest_any": min(run_here, key=med.get), "agree": agree}
         for name in self.ctx:
             row[f"ratio_{name}"] = med[name] / elig[best] if name in med and best else None
+            row[f"ratio_{name}_after_host"] = (host[name] / elig_h[best_h]
+                                                if name in host and best_h else None)
         row["flag"] = any((row[f"ratio_{n}"] or 0) > LIMIT for n in self.ctx)
         return row
 
@@ -184,9 +214,9 @@ def run(ops: list[str], budget: float, repeats: int, cell_s: float, progress: bo
             row = bench.cell(op, p, run_here, progress)
             if row["flag"]:  # measured again once: a flag stands only if it repeats
                 again = bench.cell(op, p, run_here, progress)
-                row = {**row, "first": {k: row[k] for k in ("median_s", "ratio_auto",
-                                                             "ratio_auto_defaults")},
-                       **{k: again[k] for k in ("median_s", "ratio_auto", "ratio_auto_defaults")}}
+                keys = ("median_s", "median_after_host_s", "ratio_auto", "ratio_auto_defaults",
+                        "ratio_auto_after_host", "ratio_auto_defaults_after_host")
+                row = {**row, "first": {k: row[k] for k in keys}, **{k: again[k] for k in keys}}
                 row["flag"] = again["flag"]
             row["skipped"] = {b: f"predicted {pred[b]:.2f} s" for b in here if b not in run_here}
             for b in run_here:
@@ -209,14 +239,14 @@ def run(ops: list[str], budget: float, repeats: int, cell_s: float, progress: bo
 def table(doc: dict) -> str:
     names = list(doc["devices"])
     head = ["op", "size"] + [f"{b} ms" for b in names] + ["auto ms", "auto/best", "dflt/best",
-                                                          "best", "ok"]
+                                                          "host-pred", "best", "ok"]
     lines = [head]
     for r in doc["rows"]:
         m = r["median_s"]
         ms = [f"{m[k] * 1e3:.3f}" if k in m else "-" for k in names + ["auto"]]
         ratios = []
-        for k in ("auto", "auto_defaults"):
-            v = r[f"ratio_{k}"]
+        for k in ("auto", "auto_defaults", "auto_after_host"):
+            v = r.get(f"ratio_{k}")
             ratios.append("-" if v is None else f"{v:.2f}" + ("!" if v > LIMIT else ""))
         lines.append([r["op"], str(r["size"])] + ms + ratios +
                      [str(r["fastest_eligible"]), "yes" if r["agree"] else "NO"])
@@ -242,9 +272,11 @@ def main(argv: list[str] | None = None) -> int:
     print(table(doc))
     flagged = [r for r in doc["rows"] if r["flag"]]
     bad = [r for r in doc["rows"] if not r["agree"]]
+    host = [r for r in doc["rows"] if (r["ratio_auto_after_host"] or 0) > LIMIT]
     print(f"{len(doc['rows'])} rows in {doc['seconds']:.0f} s (calibrate {doc['calibrate_s']:.1f} s);"
           f" {len(flagged)} with auto > {LIMIT:.2f}x the fastest eligible backend; "
-          f"{len(bad)} with results that disagree")
+          f"{len(bad)} with results that disagree; calibrated auto > {LIMIT:.2f}x over the rounds "
+          f"after a host call: {len(host)}")
     if doc["not_measured"]:
         print(f"out of time (--max-seconds): {len(doc['not_measured'])} sizes not measured")
     for r in flagged:

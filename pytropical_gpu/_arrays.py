@@ -166,7 +166,7 @@ def to_cupy(x: Any, name: str = "array") -> Any:
     if is_torch_cuda(x):
         return cp.from_dlpack(x.detach())
     if is_torch(x) or not is_device(x):
-        return cp.asarray(to_numpy(x, name))
+        return _pinned.put(to_numpy(x, name))  # large arrays: staged by several threads
     if hasattr(x, "__dlpack__") and _is_device_dlpack(x):
         return cp.from_dlpack(x)
     return cp.asarray(x)  # __cuda_array_interface__ only
@@ -192,7 +192,7 @@ def to_kind(result: Any, kind: tuple[str, Any]) -> Any:
     if k == NUMPY:
         return to_numpy(result) if (is_cupy(result) or is_wgpu(result)) else result
     if k == CUPY:
-        return result if is_cupy(result) else _import_cupy().asarray(to_numpy(result))
+        return result if is_cupy(result) else _pinned.put(to_numpy(result))
     if k == TORCH:
         return _to_torch(result, info)
     # foreign device array: through DLPack (zero-copy from cupy)

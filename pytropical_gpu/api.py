@@ -69,7 +69,7 @@ def matmul(a: ArrayLike, b: ArrayLike, semiring: SemiringName | Semiring = "max_
     >>> matmul(np.array([0, 1]), np.array([[2, 5], [0, 0]]), "max_plus", backend="cpu")
     array([2, 5])
     """
-    be = module_backend("matmul", a, b, c, backend=backend, semiring=semiring)
+    be = module_backend("matmul", (a, b, c), backend, semiring)
     return be.matmul(a, b, semiring, c=c, out=out, return_argmax=return_argmax)
 
 
@@ -106,7 +106,7 @@ def pack_rows(a: ArrayLike, *, backend: BackendArg = None) -> PackedRows:
     >>> pack_rows(np.array([[True, False, True]]), backend="cpu").words
     array([[5]], dtype=uint32)
     """
-    return module_backend("pack_rows", a, backend=backend).pack_rows(a)
+    return module_backend("pack_rows", (a,), backend).pack_rows(a)
 
 
 def pack_cols(b: ArrayLike, *, backend: BackendArg = None) -> PackedCols:
@@ -140,7 +140,7 @@ def pack_cols(b: ArrayLike, *, backend: BackendArg = None) -> PackedCols:
     >>> pack_cols(np.array([[True], [True]]), backend="cpu").words
     array([[3]], dtype=uint32)
     """
-    return module_backend("pack_cols", b, backend=backend).pack_cols(b)
+    return module_backend("pack_cols", (b,), backend).pack_cols(b)
 
 
 def andor_matmul(a: ArrayLike | PackedRows, b: ArrayLike | PackedCols, *,
@@ -178,7 +178,7 @@ def andor_matmul(a: ArrayLike | PackedRows, b: ArrayLike | PackedCols, *,
     array([[False,  True],
            [False, False]])
     """
-    return module_backend("andor_matmul", a, b, backend=backend).andor_matmul(a, b)
+    return module_backend("andor_matmul", (a, b), backend).andor_matmul(a, b)
 
 
 __all__ = ["BackendArg", "andor_matmul", "default_context", "matmul", "pack_cols", "pack_rows"]

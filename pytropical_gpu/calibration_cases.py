@@ -72,8 +72,9 @@ def build(op: str, p: int, rng: np.random.Generator,
     if op == "permute":
         return (lambda be: tg.permute(a, 5, backend=be)), size
     b = _tv(rng, p)
-    fn = {"bind": tg.bind, "dot": tg.dot, "cosine": tg.cosine}[op]
-    return (lambda be: fn(a, b, backend=be)), size
+    # the verb looked up at call time, as the other cases do: a context switched between calls
+    # (bench_auto's calibrated and defaults-only ones) must route each call itself
+    return (lambda be: getattr(tg, op)(a, b, backend=be)), size
 
 
 def build_size(op: str, p: int) -> int:

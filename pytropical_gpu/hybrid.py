@@ -109,56 +109,55 @@ class HybridContext(Router):
     def matmul(self, a: Any, b: Any, semiring: str | Semiring = "max_plus", *, c: Any = None,
                out: Any = None, return_argmax: bool = False, backend: str | None = None) -> Any:
         """See :func:`pytropical_gpu.matmul`."""
-        be = self.backend_for("matmul", a, b, c, backend=backend, semiring=semiring)
+        be = self._be("matmul", (a, b, c), backend, semiring)
         return be.matmul(a, b, semiring, c=c, out=out, return_argmax=return_argmax)
 
     def pack_rows(self, a: Any, *, backend: str | None = None) -> PackedRows:
-        return self.backend_for("pack_rows", a, backend=backend).pack_rows(a)
+        return self._be("pack_rows", (a,), backend).pack_rows(a)
 
     def pack_cols(self, b: Any, *, backend: str | None = None) -> PackedCols:
-        return self.backend_for("pack_cols", b, backend=backend).pack_cols(b)
+        return self._be("pack_cols", (b,), backend).pack_cols(b)
 
     def andor_matmul(self, a: Any, b: Any, *, backend: str | None = None) -> Any:
-        return self.backend_for("andor_matmul", a, b, backend=backend).andor_matmul(a, b)
+        return self._be("andor_matmul", (a, b), backend).andor_matmul(a, b)
 
     def bind(self, a: TernaryVec, b: TernaryVec, *, backend: str | None = None) -> TernaryVec:
-        return self.backend_for("bind", a, b, backend=backend).bind(a, b)
+        return self._be("bind", (a, b), backend).bind(a, b)
 
     def unbind(self, a: TernaryVec, b: TernaryVec, *, backend: str | None = None) -> TernaryVec:
-        return self.backend_for("bind", a, b, backend=backend).unbind(a, b)
+        return self._be("bind", (a, b), backend).unbind(a, b)
 
     def bundle(self, *vectors: TernaryVec | Sequence[TernaryVec], threshold: int = 1,
                backend: str | None = None) -> TernaryVec:
         vs = bundle_operands(vectors)
         items = [vs] if isinstance(vs, TernaryVec) else vs
-        return self.backend_for("bundle", *items, backend=backend).bundle(vs,
-                              threshold=threshold)
+        return self._be("bundle", tuple(items), backend).bundle(vs, threshold=threshold)
 
     def multiset(self, batched: TernaryVec, *, threshold: int = 1,
                  backend: str | None = None) -> TernaryVec:
-        be = self.backend_for("bundle", batched, backend=backend)
+        be = self._be("bundle", (batched,), backend)
         return be.multiset(batched, threshold=threshold)
 
     def permute(self, a: TernaryVec, shifts: int = 1, *, backend: str | None = None) -> TernaryVec:
-        return self.backend_for("permute", a, backend=backend).permute(a, shifts)
+        return self._be("permute", (a,), backend).permute(a, shifts)
 
     def accumulate(self, soft: SoftTernaryVec, hard: TernaryVec, *,
                    backend: str | None = None) -> SoftTernaryVec:
-        return self.backend_for("accumulate", soft, backend=backend).accumulate(soft, hard)
+        return self._be("accumulate", (soft,), backend).accumulate(soft, hard)
 
     def harden(self, soft: SoftTernaryVec, threshold: int = 1, *,
                backend: str | None = None) -> TernaryVec:
-        return self.backend_for("harden", soft, backend=backend).harden(soft, threshold)
+        return self._be("harden", (soft,), backend).harden(soft, threshold)
 
     def dot(self, a: TernaryVec, b: TernaryVec, *, backend: str | None = None) -> Any:
-        return self.backend_for("dot", a, b, backend=backend).dot(a, b)
+        return self._be("dot", (a, b), backend).dot(a, b)
 
     def cosine(self, a: TernaryVec, b: TernaryVec, *, backend: str | None = None) -> Any:
-        return self.backend_for("cosine", a, b, backend=backend).cosine(a, b)
+        return self._be("cosine", (a, b), backend).cosine(a, b)
 
     def search(self, query: TernaryVec, memory: TernaryVec, k: int = 1, *,
                backend: str | None = None) -> tuple[Any, Any]:
-        be = self.backend_for("search", query, memory, backend=backend)
+        be = self._be("search", (query, memory), backend)
         return be.search(query, memory, k)
 
     dot_similarity = dot
@@ -195,11 +194,10 @@ def default_context() -> HybridContext:
     return _default
 
 
-def module_backend(op: str, *operands: Any, backend: str | None = None, semiring: Any = None):
+def module_backend(op: str, operands: tuple, backend: str | None, semiring: Any = None) -> Any:
     """The backend a module-level verb runs ``op`` on: ``backend=``, ``PYTROPICAL_BACKEND``, else
-    the default context's routing."""
-    return default_context().backend_for(op, *operands, backend=requested(backend),
-                                         semiring=semiring)
+    the default context's routing (arguments positional: this is every module verb's hot path)."""
+    return default_context()._be(op, operands, requested(backend), semiring)
 
 
 __all__ = ["DEFAULT_THRESHOLDS", "OP_ALIASES", "HybridContext", "default_context", "module_backend"]

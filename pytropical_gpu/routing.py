@@ -21,6 +21,8 @@ import numpy as np
 from . import _arrays
 from . import route_table as rt
 from ._checks import int_arg
+from ._route_lean import SIZE as _LEAN_SIZE
+from ._route_lean import cpu_cuts
 from ._route_measure import _is_int, _lives, _measure, _plain
 from .backends import BACKENDS, Backend, get_backend, probe
 from .ops import gemm_shapes
@@ -41,9 +43,21 @@ OP_ALIASES: dict[str, str] = {"unbind": "bind", "dot_similarity": "dot", "cosine
 _is_cupy = _arrays.is_cupy
 
 
+#: os.environ's own store and the variable's key in it: read per call without the ~1 us that
+#: ``os.environ.get`` spends raising and catching KeyError when the variable is unset (CPython's
+#: ``os._Environ``; any other mapping falls back to ``get``)
+_ENV_DATA = getattr(os.environ, "_data", None)
+_ENV_KEY = os.environ.encodekey(ENV) if hasattr(os.environ, "encodekey") else None
+
+
 def requested(backend: str | None) -> str | None:
     """What a module-level call asked for: ``backend=``, else ``PYTROPICAL_BACKEND``, else None."""
-    return backend if backend is not None else (os.environ.get(ENV) or None)
+    if backend is not None:
+        return backend
+    if _ENV_KEY is not None and isinstance(_ENV_DATA, dict):
+        v = _ENV_DATA.get(_ENV_KEY)
+        return None if v is None else (os.environ.decodevalue(v) or None)
+    return os.environ.get(ENV) or None
 
 
 def hardware_gpu() -> str | None:
@@ -103,6 +117,9 @@ class Router:
         self._table: dict[str, rt.Segments] | None = None  # None: built on first use
         self._calibration: Any = None
         self._saved = cpu_threshold is not None  # an explicit threshold wins over a calibration
+        #: the lean path's state (:mod:`._route_lean`): (table, gpu, cpu cuts, cpu backend), valid
+        #: while ``_table`` and ``_gpu`` are the objects it was built from
+        self._lean: tuple = (False, False, None, None)
 
     def _apply(self, t: Any) -> None:
         """Route by a :class:`~pytropical_gpu.thresholds.Thresholds` (a calibration)."""
@@ -173,7 +190,25 @@ class Router:
 
     def backend_for(self, op: str, *operands: Any, backend: str | None = None,
                     semiring: Any = None) -> Backend:
-        """The backend that runs ``op`` on ``operands`` (as the verb received them)."""
+        """The backend that runs ``op`` on ``operands`` (as the verb received them).
+
+        "auto" with plain host operands on the cpu side of the table is decided by one comparison
+        (:mod:`pytropical_gpu._route_lean`); every other call by :meth:`_backend_for`."""
+        return self._be(op, operands, backend, semiring)
+
+    def _be(self, op: str, operands: tuple, backend: str | None, semiring: Any = None) -> Backend:
+        """:meth:`backend_for` with positional arguments (the verbs' hot path: keyword arguments
+        into a ``*operands`` signature cost ~0.4 us a call on a slow host)."""
+        if backend is None and self.backend == "auto":
+            table, gpu, cuts, cpu = self._lean
+            if table is self._table and gpu is self._gpu:
+                f = _LEAN_SIZE.get(op)
+                ks = None if f is None else f(operands)
+                if ks is not None and ks[1] < cuts[ks[0]]:
+                    return cpu
+        return self._backend_for(op, operands, backend, semiring)
+
+    def _backend_for(self, op: str, operands: tuple, backend: str | None, semiring: Any) -> Backend:
         if backend is not None:
             return get_backend(backend)
         if self.backend != "auto":
@@ -192,7 +227,18 @@ class Router:
         if op == "matmul" and be.name != "cpu":
             a, b, c = (tuple(operands) + (None,))[:3]
             be = self._exact(be, semiring, {"a": a, "b": b, "c": c})
+        self._relean()
         return be
+
+    def _relean(self) -> None:
+        """Rebuild the lean path's cuts when the table or the GPU changed since they were made."""
+        table, gpu = self._lean[:2]
+        if table is self._table and gpu is self._gpu:
+            return
+        if self.gpu is not None:
+            self._routes()
+        self._lean = (self._table, self._gpu, cpu_cuts(self._table, DEFAULT_THRESHOLDS),
+                      get_backend("cpu"))
 
     def _pick(self, key: str, size: int, *arrays: Any) -> Backend:
         """"auto": where cupy / wgpu operands live, else by the route table (the hot path of every

@@ -44,7 +44,7 @@ def dot(a: TernaryVec, b: TernaryVec, *, backend: BackendArg = None) -> Any:
     >>> dot_similarity(v, v, backend="cpu")
     2
     """
-    return module_backend("dot", a, b, backend=backend).dot(a, b)
+    return module_backend("dot", (a, b), backend).dot(a, b)
 
 
 def cosine(a: TernaryVec, b: TernaryVec, *, backend: BackendArg = None) -> Any:
@@ -80,7 +80,7 @@ def cosine(a: TernaryVec, b: TernaryVec, *, backend: BackendArg = None) -> Any:
     >>> cosine_similarity(a, b, backend="cpu")
     0.5
     """
-    return module_backend("cosine", a, b, backend=backend).cosine(a, b)
+    return module_backend("cosine", (a, b), backend).cosine(a, b)
 
 
 def search(query: TernaryVec, memory: TernaryVec, k: int = 1, *,
@@ -120,7 +120,7 @@ def search(query: TernaryVec, memory: TernaryVec, k: int = 1, *,
     >>> idx.tolist(), score.tolist()
     ([2, 0], [3, 2])
     """
-    return module_backend("search", query, memory, backend=backend).search(query,
+    return module_backend("search", (query, memory), backend).search(query,
                                  memory, k)
 
 

@@ -45,7 +45,7 @@ def bind(a: TernaryVec, b: TernaryVec, *, backend: BackendArg = None) -> Ternary
     >>> bind(a, b, backend="cpu").to_array().tolist()
     [-1, 1, 0, 1]
     """
-    return module_backend("bind", a, b, backend=backend).bind(a, b)
+    return module_backend("bind", (a, b), backend).bind(a, b)
 
 
 def unbind(a: TernaryVec, b: TernaryVec, *, backend: BackendArg = None) -> TernaryVec:
@@ -78,7 +78,7 @@ def unbind(a: TernaryVec, b: TernaryVec, *, backend: BackendArg = None) -> Terna
     >>> unbind(bind(a, k, backend="cpu"), k, backend="cpu").to_array().tolist()
     [1, -1, 1]
     """
-    return module_backend("bind", a, b, backend=backend).unbind(a, b)
+    return module_backend("bind", (a, b), backend).unbind(a, b)
 
 
 def bundle(*vectors: TernaryVec | Sequence[TernaryVec], threshold: int = 1,
@@ -124,7 +124,7 @@ def bundle(*vectors: TernaryVec | Sequence[TernaryVec], threshold: int = 1,
     [1, 0, -1, 0]
     """
     vs = bundle_operands(vectors)
-    be = module_backend("bundle", *([vs] if isinstance(vs, TernaryVec) else vs), backend=backend)
+    be = module_backend("bundle", tuple([vs] if isinstance(vs, TernaryVec) else vs), backend)
     return be.bundle(vs, threshold=threshold)
 
 
@@ -164,7 +164,7 @@ def multiset(batched: TernaryVec, *, threshold: int = 1, backend: BackendArg = N
     >>> multiset(x, backend="cpu").to_array().tolist()
     [1, -1, 1]
     """
-    return module_backend("bundle", batched, backend=backend).multiset(batched,
+    return module_backend("bundle", (batched,), backend).multiset(batched,
                             threshold=threshold)
 
 
@@ -198,7 +198,7 @@ def permute(a: TernaryVec, shifts: int = 1, *, backend: BackendArg = None) -> Te
     >>> permute(v, 1, backend="cpu").to_array().tolist()
     [0, 1, 0, -1]
     """
-    return module_backend("permute", a, backend=backend).permute(a, shifts)
+    return module_backend("permute", (a,), backend).permute(a, shifts)
 
 
 def accumulate(soft: SoftTernaryVec, hard: TernaryVec, *,
@@ -239,7 +239,7 @@ def accumulate(soft: SoftTernaryVec, hard: TernaryVec, *,
     >>> accumulate(accumulate(s, h, backend="cpu"), h, backend="cpu").to_array().tolist()
     [1, -1, 0]
     """
-    return module_backend("accumulate", soft, backend=backend).accumulate(soft, hard)
+    return module_backend("accumulate", (soft,), backend).accumulate(soft, hard)
 
 
 def harden(soft: SoftTernaryVec, threshold: int = 1, *, backend: BackendArg = None) -> TernaryVec:
@@ -279,7 +279,7 @@ def harden(soft: SoftTernaryVec, threshold: int = 1, *, backend: BackendArg = No
     >>> harden(s, 1, backend="cpu").to_array().tolist()
     [1, -1, 1]
     """
-    return module_backend("harden", soft, backend=backend).harden(soft, threshold)
+    return module_backend("harden", (soft,), backend).harden(soft, threshold)
 
 
 __all__ = ["SoftTernaryVec", "TernaryVec", "accumulate", "bind", "bundle", "harden", "multiset",

@@ -103,16 +103,18 @@ def test_route_by_threshold_dtype_and_gpu():
 
 # ---------------------------------------------------------------- measuring
 def test_sizes_are_in_hybridcontext_route_units(monkeypatch):
-    """Each workload's size is exactly what HybridContext routes the same call by."""
+    """Each workload's size is exactly what HybridContext routes the same call by, on the full path
+    (``_measure``) and on the lean one (``lean_size``, with its route key)."""
+    from pytropical_gpu._route_lean import lean_size
+    from pytropical_gpu._route_measure import _measure
     from pytropical_gpu.hybrid import OP_ALIASES, HybridContext
 
     seen = []
     monkeypatch.delenv("PYTROPICAL_BACKEND", raising=False)
-    monkeypatch.setattr(HybridContext, "_pick",
-                        lambda self, op, size, *a: seen.append((op, size)) or tg.get_backend("cpu"))
+    monkeypatch.setattr(HybridContext, "_be", lambda self, op, operands, backend, semiring=None:
+                        seen.append((op, operands)) or tg.get_backend("cpu"))
     rng = np.random.default_rng(1)
     ctx = HybridContext()
-    ctx._gpu = "cuda"  # a context with a GPU measures every call (none here would skip it: all cpu)
     for op in OPS:
         p = calibration_cases.steps(op)[1]
         call, size = calibration_cases.build(op, p, rng, ctx=ctx)
@@ -120,9 +122,39 @@ def test_sizes_are_in_hybridcontext_route_units(monkeypatch):
         seen.clear()
         call(None)
         assert len(seen) == 1, (op, seen)
-        routed_op, routed_size = seen[0]
-        assert OP_ALIASES.get(op, op) == routed_op or (op == "matmul_int" and routed_op == "matmul")
-        assert routed_size == size, op
+        routed_op, operands = seen[0]
+        assert OP_ALIASES.get(routed_op, routed_op) == op or (op == "matmul_int" and routed_op == "matmul")
+        assert _measure(routed_op, operands)[0] == size, op
+        assert lean_size(routed_op, operands) == (op, size), op  # numpy operands: the lean path
+
+
+def test_cases_call_the_context_current_at_call_time():
+    """A case looks its verb up when called, so a context switched between calls (bench_auto's
+    calibrated and defaults-only ones) routes each call itself (bind/dot/cosine once bound the
+    context current when the case was built: both columns then timed one context)."""
+    seen = []
+
+    class Verbs:
+        def __init__(self, name):
+            self.name = name
+
+        def __getattr__(self, verb):
+            return lambda *a, **k: seen.append((self.name, verb))
+
+    class Switch:
+        ctx: object = Verbs("at build")
+
+        def __getattr__(self, verb):
+            return getattr(self.ctx, verb)
+
+    sw, rng = Switch(), np.random.default_rng(2)
+    for op in OPS:
+        sw.ctx = Verbs("at build")
+        call, _ = calibration_cases.build(op, calibration_cases.steps(op)[0], rng, ctx=sw)
+        sw.ctx = Verbs("at call")
+        seen.clear()
+        call(None)
+        assert [who for who, _ in seen] == ["at call"], (op, seen)
 
 
 def test_cpu_only_calibration_round_trip(cache):
