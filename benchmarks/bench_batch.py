@@ -144,43 +144,70 @@ def run_backend(name: str, ops: int, repeats: int, progress) -> list[dict]:
     return rows
 
 
+#: breakdown variants: name -> (fast path on, bind-group cache on, small-GEMM tile on)
+VARIANTS = {"batch_breakdown_generic": (False, True, True),
+            "batch_breakdown_nocache": (True, False, True),
+            "batch_breakdown_tile64": (True, True, False),
+            "batch_breakdown": (True, True, True)}
+
+
+def _configure(eng, fast: bool, cache: bool, tiny: bool) -> None:
+    from pytropical_gpu.backends.wgpu import bindgroups, fastpath
+    from pytropical_gpu.backends.wgpu import gemm as wgemm
+
+    fastpath.ENABLED, bindgroups.ENABLED = fast, cache
+    if not hasattr(wgemm, "_BENCH_TINY"):
+        wgemm._BENCH_TINY = wgemm.TILE_TINY
+    want = wgemm._BENCH_TINY if tiny else None
+    if wgemm.TILE_TINY is not want:
+        wgemm.TILE_TINY = want
+        fastpath.records(eng).clear()  # the compiled op records hold the kernel choice
+
+
 def breakdown(ops: int, repeats: int, progress, profile: str | None = None) -> list[dict]:
     """wgpu: where a batch's time goes per op: recording (Python, per call), submitting (the
     runtime records the command buffer) and the final wait; optionally a cProfile of recording.
-    Measured twice in one run: through the generic path (``batch_breakdown_generic``: the compiled
-    op records of ``backends/wgpu/fastpath.py`` off) and the fast path (``batch_breakdown``), after
-    checking that both give the same bits."""
-    from pytropical_gpu.backends.wgpu import fastpath
-
+    Measured in one run for each of :data:`VARIANTS`: the generic path (the compiled op records of
+    ``backends/wgpu/fastpath.py`` off), the fast path without the bind-group cache
+    (``backends/wgpu/bindgroups.py``: every dispatch makes its bind group, as a first batch on fresh
+    buffers does), the fast path with the old 64 x 64 tile for small GEMMs (min_plus only), and
+    everything on (``batch_breakdown``), after checking that all give the same bits."""
     ctx = tg.HybridContext(backend="wgpu")
     eng = get_backend("wgpu").engine
     rows = []
     try:
         for op, size, _, res_chain, _ in _chains(ctx):
-            got = []
-            for fast in (False, True):
-                fastpath.ENABLED = fast
+            names = [v for v in VARIANTS if op == "min_plus" or "tile" not in v]
+            got = {}
+            for v in names:
+                _configure(eng, *VARIANTS[v])
                 with ctx.batch():
                     r = res_chain(20)
-                got.append(_host(ctx, r))
-            h.check(f"wgpu {op}: fast path vs generic path in a batch", got[1], got[0])
-            for fast in (False, True):
-                fastpath.ENABLED = fast
-                variant = "batch_breakdown" if fast else "batch_breakdown_generic"
+                got[v] = _host(ctx, r)
+                h.check(f"wgpu {op}: {v} vs generic path in a batch", got[v],
+                        got["batch_breakdown_generic"])
+            for v in names:
+                _configure(eng, *VARIANTS[v])
+                g = eng.rt._groups
+                before = (g.hits, g.misses) if g is not None else (0, 0)
                 rows.append(_parts(ctx, eng, op, size, res_chain, ops, repeats, progress,
-                                   profile and f"{profile}_{'fast' if fast else 'generic'}", variant))
+                                   profile and f"{profile}_{v}", v))
+                g = eng.rt._groups
+                if g is not None:  # over the warm-up batch and the timed ones
+                    rows[-1]["bindgroup_hits"] = g.hits - before[0]
+                    rows[-1]["bindgroup_misses"] = g.misses - before[1]
     finally:
-        fastpath.ENABLED = True
+        _configure(eng, True, True, True)
     gen = {r["op"]: r for r in rows if r["variant"] == "batch_breakdown_generic"}
     for r in rows:
-        if r["variant"] == "batch_breakdown":
+        r["total_us_per_op"] = sum(r[f"{k}_us_per_op"] for k in ("record", "submit", "sync"))
+    for r in rows:
+        if r["variant"] != "batch_breakdown_generic":
             g = gen[r["op"]]
             r["record_speedup_vs_generic"] = g["record_us_per_op"] / r["record_us_per_op"]
-            tot = sum(r[f"{k}_us_per_op"] for k in ("record", "submit", "sync"))
-            gtot = sum(g[f"{k}_us_per_op"] for k in ("record", "submit", "sync"))
-            r["total_us_per_op"], g["total_us_per_op"] = tot, gtot
-            progress(f"wgpu {r['op']} batch: generic {gtot:.1f} us/op -> fast {tot:.1f} us/op "
-                     f"(record {g['record_us_per_op']:.1f} -> {r['record_us_per_op']:.1f})")
+            progress(f"wgpu {r['op']} {r['variant']}: generic {g['total_us_per_op']:.1f} us/op -> "
+                     f"{r['total_us_per_op']:.1f} us/op (record {g['record_us_per_op']:.1f} -> "
+                     f"{r['record_us_per_op']:.1f})")
     return rows
 
 
