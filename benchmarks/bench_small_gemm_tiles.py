@@ -37,8 +37,8 @@ from pytropical_gpu.backends.wgpu import gemm as wg
 VARIANTS = {
     "library": None,
     "tiled64": ("gemm_tiled", {"BM": 64, "BN": 64, "BK": 16, "TM": 4, "TN": 4, "PF": 0}),
-    "tiled32": ("gemm_tiled", {"BM": 32, "BN": 32, "BK": 8, "TM": 4, "TN": 4}),
-    "tiled16": ("gemm_tiled", {"BM": 16, "BN": 16, "BK": 8, "TM": 4, "TN": 4}),
+    "tiled32": ("gemm_tiled", {"BM": 32, "BN": 32, "BK": 8, "TM": 4, "TN": 4, "PF": 0}),
+    "tiled16": ("gemm_tiled", {"BM": 16, "BN": 16, "BK": 8, "TM": 4, "TN": 4, "PF": 0}),
     "simple": ("gemm_simple", {"KCONST": 0, "WG": wg.WG}),
 }
 SHAPES = [32, 64, 128]
