@@ -8,7 +8,8 @@ the next call's operand: ``bind`` of 1,024 trits and a 64 x 64 x 64 ``min_plus``
 * ``eager_resident``: resident operands, no batch (results stay on the device; on wgpu each call
   submits its own command buffer, on cuda a float GEMM waits for its NaN check); one sync at the end;
 * ``batch``: the same chain inside ``with ctx.batch():`` (time from entering the block to its end,
-  which synchronises).
+  which synchronises); on wgpu also ``batch_nocache`` (the bind-group cache off) and, for the GEMM,
+  ``batch_tile64`` (the 64 x 64 tile small GEMMs took before ``TILE_TINY``).
 
 Per-op cost = median time of the chain / number of ops; ``ratio_to_eager`` = eager_host per-op /
 this variant's per-op (same run). Checks first: the batch's results equal the eager ones bit for bit
@@ -116,17 +117,29 @@ def run_backend(name: str, ops: int, repeats: int, progress) -> list[dict]:
         # ---- timings (chains of dependent calls; one sync at the end of each)
         n_host = max(10, ops // 10) if name == "wgpu" else ops
 
-        def batched(n=ops, chain=res_chain):
+        inside: list = []  # per batch: the time spent inside the block (recording the calls)
+
+        def batched(n=ops, chain=res_chain, inside=inside):
             with ctx.batch():
+                t0 = time.perf_counter()
                 chain(n)
+                inside.append(time.perf_counter() - t0)
 
         variants = [("eager_host", n_host, lambda c=host_chain, n=n_host: c(n)),
                     ("eager_resident", ops, lambda c=res_chain: c(ops)),
                     ("batch", ops, batched)]
+        if name == "wgpu":  # the same batch without the bind-group cache / the 32x32 small tile
+            variants.append(("batch_nocache", ops, batched))
+            if op == "min_plus":
+                variants.append(("batch_tile64", ops, batched))
         per = {}
         for vname, n, fn in variants:
+            if name == "wgpu":
+                eng = get_backend("wgpu").engine
+                _configure(eng, True, vname != "batch_nocache", vname != "batch_tile64")
             fn(), sync()  # warm-up (pipelines, pool)
             times = []
+            inside.clear()
             for _ in range(repeats):
                 t0 = time.perf_counter()
                 fn()
@@ -135,9 +148,13 @@ def run_backend(name: str, ops: int, repeats: int, progress) -> list[dict]:
             med = statistics.median(times)
             per[vname] = med / n
             progress(f"{name} {op} {vname}: {med / n * 1e6:.1f} us/op ({n} ops, median of {repeats})")
+            if name == "wgpu":
+                _configure(eng, True, True, True)
             rows.append({"backend": name, "device": device, "op": op, "size": size,
                          "variant": vname, "ops": n, "repeats": repeats, "median_s": med,
                          "min_s": min(times), "per_op_us": med / n * 1e6})
+            if inside:  # the rest of a batch's time is its end: submit, wait, deferred checks
+                rows[-1]["in_block_us_per_op"] = statistics.median(inside) / n * 1e6
         for r in rows:
             if r["backend"] == name and r["op"] == op:
                 r["ratio_to_eager"] = per["eager_host"] / (r["per_op_us"] / 1e6)

@@ -27,6 +27,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 
+from .runtime import storage_ranges, uniform_size
+
 #: False: every dispatch makes its bind group and releases it after the submit (benchmarks compare)
 ENABLED = True
 #: bind groups kept per runtime (oldest made dropped first); a 1,000-op chain of two dispatches per
@@ -35,7 +37,8 @@ CAPACITY = 4096
 
 
 class BindGroupCache:
-    """Native bind groups by (pipeline, entries), an entry being ``(slot, buffer, offset, size)``.
+    """Native bind groups by a key that determines their entries, an entry being ``(slot, buffer,
+    offset, size)``.
 
     ``make(pipeline, entries)`` creates one, ``release(handle)`` frees one. ``hits``/``misses``
     count lookups (for tests and benchmarks)."""
@@ -43,7 +46,8 @@ class BindGroupCache:
     def __init__(self, make: Callable, release: Callable, capacity: int | None = None):
         self._make, self._release = make, release
         self.capacity = CAPACITY if capacity is None else capacity
-        self._groups: dict = {}  # (pipeline, entries) -> native bind group (insertion order)
+        self._groups: dict = {}  # key -> native bind group (insertion order)
+        self._named: dict = {}  # key -> its entries (the buffers it names)
         self._users: dict = {}  # buffer -> keys of the groups naming it
         self._dead: deque = deque()  # buffers destroyed since the last drain (any thread)
         self._later: list = []  # groups to release once the current submit is done
@@ -52,25 +56,28 @@ class BindGroupCache:
     def __len__(self) -> int:
         return len(self._groups)
 
-    def get(self, pipeline, entries: tuple):
-        """The bind group of ``entries`` (a tuple of ``(slot, buffer, offset, size)``) for
-        ``pipeline``: found, or made (and kept unless the cache is off)."""
+    def get(self, key, pipeline, entries: Callable[[], tuple]):
+        """The bind group for ``pipeline`` known by ``key``: found, or made from ``entries()`` (a
+        tuple of ``(slot, buffer, offset, size)``) and kept unless the cache is off. ``key`` must
+        determine the entries and hold every buffer they name (the runtimes use the pipeline, the
+        uniform buffer with the block's offset and size, and the dispatch's bindings as given)."""
         if not ENABLED or self.capacity <= 0:  # made for this submit only
-            bg = self._make(pipeline, entries)
+            bg = self._make(pipeline, entries())
             self._later.append(bg)
             return bg
-        key = (pipeline, entries)
         bg = self._groups.get(key)
         if bg is not None:
             self.hits += 1
             return bg
         self.misses += 1
-        bg = self._make(pipeline, entries)
+        ents = entries()
+        bg = self._make(pipeline, ents)
         while len(self._groups) >= self.capacity:
             self._drop(next(iter(self._groups)))
         self._groups[key] = bg
+        self._named[key] = ents
         users = self._users
-        for e in entries:
+        for e in ents:
             got = users.get(e[1])
             if got is None:
                 users[e[1]] = {key}
@@ -97,7 +104,7 @@ class BindGroupCache:
         if bg is None:
             return
         self._later.append(bg)
-        for e in key[1]:
+        for e in self._named.pop(key):
             got = self._users.get(e[1])
             if got is not None:
                 got.discard(key)
@@ -115,8 +122,27 @@ class BindGroupCache:
         self._dead.clear()
         self._later.extend(self._groups.values())
         self._groups.clear()
+        self._named.clear()
         self._users.clear()
         self.done()
+
+
+def lookup(cache: BindGroupCache, cmd, uniform, offset: int, blob):
+    """The bind group of dispatch ``cmd`` whose params block ``blob`` (None: no params) sits at
+    ``offset`` of the runtime's ``uniform`` buffer. The key is the pipeline, the uniform range and
+    the bindings as the caller gave them (no :func:`.runtime.storage_ranges` on a hit)."""
+    b = cmd.bindings
+    if type(b) is not tuple:
+        b = tuple(b)
+    u = None if blob is None else (uniform, offset, uniform_size(blob))
+
+    def entries():
+        ranges = storage_ranges(cmd)
+        if u is not None:
+            ranges.insert(0, (0, *u))
+        return tuple(ranges)
+
+    return cache.get((cmd.pipeline, u, b), cmd.pipeline, entries)
 
 
 def wgpupy_cache(device, ffi, lib) -> BindGroupCache:
@@ -150,4 +176,4 @@ def dawn_cache(webgpu, device) -> BindGroupCache:
     return BindGroupCache(make, webgpu.wgpuBindGroupRelease)
 
 
-__all__ = ["CAPACITY", "ENABLED", "BindGroupCache", "dawn_cache", "wgpupy_cache"]
+__all__ = ["CAPACITY", "ENABLED", "BindGroupCache", "dawn_cache", "lookup", "wgpupy_cache"]

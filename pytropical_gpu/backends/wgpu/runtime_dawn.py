@@ -21,7 +21,7 @@ import logging
 from collections.abc import Sequence
 
 from .adapters import choose_adapter, refusal
-from .bindgroups import dawn_cache
+from .bindgroups import dawn_cache, lookup
 from .dawn_adapters import adapters, call, dawn, enum_name, info, list_adapters, probe, release_adapters, text
 from .dawn_objects import Buffer, Pipeline, compute_pipeline, shader_module
 from .runtime import (
@@ -31,8 +31,6 @@ from .runtime import (
     Runtime,
     buffer_capacity,
     pack_uniforms,
-    storage_ranges,
-    uniform_size,
 )
 
 log = logging.getLogger("pytropical_gpu")
@@ -247,11 +245,11 @@ class DawnRuntime(Runtime):
                         enc, cmd.src.handle, int(cmd.src_offset), cmd.dst.handle, int(cmd.dst_offset),
                         int(cmd.size))
                     continue
-                ranges = storage_ranges(cmd)  # the bind group: cached (.bindgroups)
-                if cmd.params is not None:
-                    ranges.insert(0, (0, self._uniform, offs[ui], uniform_size(blobs[ui])))
+                if cmd.params is None:  # the bind group: cached (.bindgroups)
+                    bg = lookup(groups, cmd, None, 0, None)
+                else:
+                    bg = lookup(groups, cmd, self._uniform, offs[ui], blobs[ui])
                     ui += 1
-                bg = groups.get(cmd.pipeline, tuple(ranges))
                 if cpass is None:
                     cpass = webgpu.wgpuCommandEncoderBeginComputePass(
                         enc, webgpu.WGPUComputePassDescriptor())

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Sequence
 
 from .adapters import choose_adapter, refusal
-from .bindgroups import wgpupy_cache
+from .bindgroups import lookup, wgpupy_cache
 from .runtime import (
     AdapterInfo,
     Copy,
@@ -233,11 +233,11 @@ class WgpuPyRuntime(Runtime):
                     enc.copy_buffer_to_buffer(cmd.src, cmd.src_offset, cmd.dst, cmd.dst_offset,
                                               cmd.size)
                     continue
-                ranges = storage_ranges(cmd)
-                if cmd.params is not None:
-                    ranges.insert(0, (0, self._uniform, offs[ui], uniform_size(blobs[ui])))
+                if cmd.params is None:  # the bind group: cached (.bindgroups)
+                    bg = lookup(groups, cmd, None, 0, None)
+                else:
+                    bg = lookup(groups, cmd, self._uniform, offs[ui], blobs[ui])
                     ui += 1
-                bg = groups.get(cmd.pipeline, tuple(ranges))
                 if p is None:
                     p = enc.begin_compute_pass()
                     praw = p._internal
