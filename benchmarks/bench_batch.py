@@ -8,7 +8,8 @@ the next call's operand: ``bind`` of 1,024 trits and a 64 x 64 x 64 ``min_plus``
 * ``eager_resident``: resident operands, no batch (results stay on the device; on wgpu each call
   submits its own command buffer, on cuda a float GEMM waits for its NaN check); one sync at the end;
 * ``batch``: the same chain inside ``with ctx.batch():`` (time from entering the block to its end,
-  which synchronises).
+  which synchronises); on wgpu also ``batch_nocache`` (the bind-group cache off) and, for the GEMM,
+  ``batch_tile64`` (the 64 x 64 tile small GEMMs took before ``TILE_TINY``).
 
 Per-op cost = median time of the chain / number of ops; ``ratio_to_eager`` = eager_host per-op /
 this variant's per-op (same run). Checks first: the batch's results equal the eager ones bit for bit
@@ -32,8 +33,10 @@ from pathlib import Path
 import numpy as np
 
 try:  # imported as benchmarks.<name> or run as a script
+    from . import _batch_breakdown as bd
     from . import _harness as h
 except ImportError:
+    import _batch_breakdown as bd
     import _harness as h
 
 import pytropical_gpu as tg
@@ -116,17 +119,29 @@ def run_backend(name: str, ops: int, repeats: int, progress) -> list[dict]:
         # ---- timings (chains of dependent calls; one sync at the end of each)
         n_host = max(10, ops // 10) if name == "wgpu" else ops
 
-        def batched(n=ops, chain=res_chain):
+        inside: list = []  # per batch: the time spent inside the block (recording the calls)
+
+        def batched(n=ops, chain=res_chain, inside=inside):
             with ctx.batch():
+                t0 = time.perf_counter()
                 chain(n)
+                inside.append(time.perf_counter() - t0)
 
         variants = [("eager_host", n_host, lambda c=host_chain, n=n_host: c(n)),
                     ("eager_resident", ops, lambda c=res_chain: c(ops)),
                     ("batch", ops, batched)]
+        if name == "wgpu":  # the same batch without the bind-group cache / the 32x32 small tile
+            variants.append(("batch_nocache", ops, batched))
+            if op == "min_plus":
+                variants.append(("batch_tile64", ops, batched))
         per = {}
         for vname, n, fn in variants:
+            if name == "wgpu":
+                eng = get_backend("wgpu").engine
+                bd.configure(eng, True, vname != "batch_nocache", vname != "batch_tile64")
             fn(), sync()  # warm-up (pipelines, pool)
             times = []
+            inside.clear()
             for _ in range(repeats):
                 t0 = time.perf_counter()
                 fn()
@@ -135,85 +150,17 @@ def run_backend(name: str, ops: int, repeats: int, progress) -> list[dict]:
             med = statistics.median(times)
             per[vname] = med / n
             progress(f"{name} {op} {vname}: {med / n * 1e6:.1f} us/op ({n} ops, median of {repeats})")
+            if name == "wgpu":
+                bd.configure(eng, True, True, True)
             rows.append({"backend": name, "device": device, "op": op, "size": size,
                          "variant": vname, "ops": n, "repeats": repeats, "median_s": med,
                          "min_s": min(times), "per_op_us": med / n * 1e6})
+            if inside:  # the rest of a batch's time is its end: submit, wait, deferred checks
+                rows[-1]["in_block_us_per_op"] = statistics.median(inside) / n * 1e6
         for r in rows:
             if r["backend"] == name and r["op"] == op:
                 r["ratio_to_eager"] = per["eager_host"] / (r["per_op_us"] / 1e6)
     return rows
-
-
-def breakdown(ops: int, repeats: int, progress, profile: str | None = None) -> list[dict]:
-    """wgpu: where a batch's time goes per op: recording (Python, per call), submitting (the
-    runtime records the command buffer) and the final wait; optionally a cProfile of recording.
-    Measured twice in one run: through the generic path (``batch_breakdown_generic``: the compiled
-    op records of ``backends/wgpu/fastpath.py`` off) and the fast path (``batch_breakdown``), after
-    checking that both give the same bits."""
-    from pytropical_gpu.backends.wgpu import fastpath
-
-    ctx = tg.HybridContext(backend="wgpu")
-    eng = get_backend("wgpu").engine
-    rows = []
-    try:
-        for op, size, _, res_chain, _ in _chains(ctx):
-            got = []
-            for fast in (False, True):
-                fastpath.ENABLED = fast
-                with ctx.batch():
-                    r = res_chain(20)
-                got.append(_host(ctx, r))
-            h.check(f"wgpu {op}: fast path vs generic path in a batch", got[1], got[0])
-            for fast in (False, True):
-                fastpath.ENABLED = fast
-                variant = "batch_breakdown" if fast else "batch_breakdown_generic"
-                rows.append(_parts(ctx, eng, op, size, res_chain, ops, repeats, progress,
-                                   profile and f"{profile}_{'fast' if fast else 'generic'}", variant))
-    finally:
-        fastpath.ENABLED = True
-    gen = {r["op"]: r for r in rows if r["variant"] == "batch_breakdown_generic"}
-    for r in rows:
-        if r["variant"] == "batch_breakdown":
-            g = gen[r["op"]]
-            r["record_speedup_vs_generic"] = g["record_us_per_op"] / r["record_us_per_op"]
-            tot = sum(r[f"{k}_us_per_op"] for k in ("record", "submit", "sync"))
-            gtot = sum(g[f"{k}_us_per_op"] for k in ("record", "submit", "sync"))
-            r["total_us_per_op"], g["total_us_per_op"] = tot, gtot
-            progress(f"wgpu {r['op']} batch: generic {gtot:.1f} us/op -> fast {tot:.1f} us/op "
-                     f"(record {g['record_us_per_op']:.1f} -> {r['record_us_per_op']:.1f})")
-    return rows
-
-
-def _parts(ctx, eng, op, size, res_chain, ops, repeats, progress, profile, variant) -> dict:
-    parts = {"record": [], "submit": [], "sync": []}
-    for i in range(repeats + 1):
-        b = ctx.batch()
-        b.__enter__()
-        t0 = time.perf_counter()
-        if profile and i == repeats:
-            import cProfile
-            import pstats
-
-            pr = cProfile.Profile()
-            pr.runcall(res_chain, ops)
-            with open(f"{profile}_{op}.txt", "w") as f:
-                pstats.Stats(pr, stream=f).sort_stats("cumulative").print_stats(60)
-        else:
-            res_chain(ops)
-        t1 = time.perf_counter()
-        cmds, eng.recording = eng.recording, []
-        eng.rt.submit(cmds)
-        t2 = time.perf_counter()
-        eng.rt.sync()
-        t3 = time.perf_counter()
-        b.__exit__(None, None, None)
-        if 0 < i < repeats + (0 if profile else 1):
-            for k, v in zip(parts, (t1 - t0, t2 - t1, t3 - t2)):
-                parts[k].append(v / ops * 1e6)
-    med = {k: statistics.median(v) for k, v in parts.items()}
-    progress(f"wgpu {op} {variant} us/op: " + ", ".join(f"{k} {v:.1f}" for k, v in med.items()))
-    return {"backend": "wgpu", "op": op, "size": size, "variant": variant, "ops": ops,
-            **{f"{k}_us_per_op": v for k, v in med.items()}}
 
 
 def run_apsp(name: str, n: int, repeats: int, progress) -> list[dict]:
@@ -275,7 +222,8 @@ def main(argv=None) -> int:
         try:
             rows += run_backend(name, args.ops, args.repeats, progress)
             if name == "wgpu":
-                rows += breakdown(args.ops, args.repeats, progress, args.profile)
+                rows += bd.breakdown(_chains, _host, args.ops, args.repeats, progress,
+                                     args.profile)
             if args.apsp:
                 rows += run_apsp(name, args.apsp, args.repeats if name == "cuda" else 1, progress)
         except h.CheckFailed as e:

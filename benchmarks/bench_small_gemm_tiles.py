@@ -1,13 +1,13 @@
 """Small GEMMs in a wgpu batch: the library's tile choice against smaller tiles (more workgroups).
 
-Evidence for the owner of ``backends/wgpu/gemm.py`` (the tile choice lives there; this script does
-not change it: it swaps ``gemm.choose_kernel`` for the duration of one variant only). A 64³ GEMM
-takes ``TILE_SMALL`` (64 x 64): one workgroup, so the GPU runs it on one SM and the queued op's
-GPU time is latency (76 µs of a ~190 µs queued 64³ min_plus on the H200). Variants: the library's
-choice, the tiled kernel with 32 x 32 and 16 x 16 tiles (TM = TN = 4, BK = 8: 4 and 16 workgroups
-for 64³), and the one-thread-per-output kernel. Every variant accumulates k in the same order per
-output, so the bits must not change: checked against numpy (min_plus, max_plus) and the library's
-choice before anything is timed.
+Evidence for the tile choice of ``backends/wgpu/gemm.py`` (this script swaps ``gemm.choose_kernel``
+for the duration of one variant only). A 64³ GEMM took ``TILE_SMALL`` (64 x 64): one workgroup, so
+the GPU runs it on one SM and the queued op's GPU time is latency (~48 µs of a ~91 µs queued 64³
+min_plus on the H200); products up to 128 x 128 now take ``TILE_TINY`` (32 x 32). Variants: the
+library's choice, the tiled kernel with 64 x 64 (the old choice), 32 x 32 and 16 x 16 tiles
+(TM = TN = 4: 1, 4 and 16 workgroups for 64³), and the one-thread-per-output kernel. Every variant
+accumulates k in the same order per output, so the bits must not change: checked against numpy
+(min_plus, max_plus) and the library's choice before anything is timed.
 
 Per op: median over repeats of a chain of ``--ops`` dependent calls in one ``ctx.batch()``
 (recording, submission and the final wait), and the wait alone (GPU time not hidden by recording).
@@ -36,8 +36,9 @@ from pytropical_gpu.backends.wgpu import gemm as wg
 
 VARIANTS = {
     "library": None,
-    "tiled32": ("gemm_tiled", {"BM": 32, "BN": 32, "BK": 8, "TM": 4, "TN": 4}),
-    "tiled16": ("gemm_tiled", {"BM": 16, "BN": 16, "BK": 8, "TM": 4, "TN": 4}),
+    "tiled64": ("gemm_tiled", {"BM": 64, "BN": 64, "BK": 16, "TM": 4, "TN": 4, "PF": 0}),
+    "tiled32": ("gemm_tiled", {"BM": 32, "BN": 32, "BK": 8, "TM": 4, "TN": 4, "PF": 0}),
+    "tiled16": ("gemm_tiled", {"BM": 16, "BN": 16, "BK": 8, "TM": 4, "TN": 4, "PF": 0}),
     "simple": ("gemm_simple", {"KCONST": 0, "WG": wg.WG}),
 }
 SHAPES = [32, 64, 128]

@@ -73,7 +73,8 @@ def _operand(eng, x) -> Binding:
     """``x``'s buffer bound in place (as :meth:`WgpuArray.device_buffer`), kept alive until the
     recorded commands are submitted; raises as it does for a result of a failed batch."""
     s = x._storage
-    s.check()
+    if s.error is not None:
+        s.check()
     eng._keep.append(s)
     return Binding(s.handle, x.offset, max((x.nbytes + 3) & ~3, 4))
 
@@ -86,8 +87,7 @@ def _result(eng, cap: int, nbytes: int, dt, shape: tuple, reader=None):
     st = _Storage(eng, h, nbytes, cap, pooled=True)
     x = object.__new__(WgpuArray)
     x._storage, x.shape, x.dtype, x.offset = st, shape, dt, 0
-    size = nbytes // dt.itemsize
-    x.stats = facts.Facts.lazy(dt, size, reader if reader is not None
+    x.stats = facts.Facts.lazy(dt, nbytes // dt.itemsize, reader if reader is not None
                                else functools.partial(_read, st, dt, shape))
     eng.made.append(weakref.ref(st))  # alive until submitted (see WgpuArray.adopt)
     eng._keep.append(st)
@@ -103,7 +103,8 @@ def bind(be, a, b):
     planes = (a.pos, a.neg, b.pos, b.neg)
     shape = a.pos.shape
     for x in planes:
-        if type(x) is not WgpuArray or x.shape != shape or x.dtype != _U32:
+        if type(x) is not WgpuArray or x.shape != shape or (x.dtype is not _U32
+                                                             and x.dtype != _U32):
             return None
     if a.dim != b.dim or not _in_place(eng, planes):
         return None
@@ -118,10 +119,18 @@ def bind(be, a, b):
         rec = recs[key] = (d.pipeline, d.groups, d.params, total * 4, eng.pool._class(total * 4))
         eng.count("fast_records")
     pipe, groups, params, nbytes, cap = rec
-    binds = [_operand(eng, x) for x in planes]
+    keep = eng._keep
+    binds = []
+    for x in planes:  # _operand, inlined: every plane is nbytes long (a u32 plane of this shape)
+        s = x._storage
+        if s.error is not None:
+            s.check()
+        keep.append(s)
+        binds.append(Binding(s.handle, x.offset, nbytes))
     p, bp = _result(eng, cap, nbytes, _U32, shape)
     n, bn = _result(eng, cap, nbytes, _U32, shape)
-    eng.submit([Dispatch(pipe, (*binds, bp, bn), groups, params)])
+    binds += (bp, bn)
+    eng.submit((Dispatch(pipe, binds, groups, params),))
     eng.count("fast_calls")
     return TernaryVec._trusted(p, n, a.dim)
 

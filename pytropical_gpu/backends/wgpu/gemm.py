@@ -28,6 +28,11 @@ from .templating import WGSL_TYPES, literal
 TILE = {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "PF": 0}
 #: a smaller tile for mid-sized problems (more workgroups; 1024^3: 14.3 TOPS, BK=8 13.0)
 TILE_SMALL = {"BM": 64, "BN": 64, "BK": 16, "TM": 4, "TN": 4, "PF": 0}
+#: small products (m, n <= TINY_MN): 32 x 32 tiles, so a 64^3 GEMM runs on 4 workgroups, not one
+#: (latency-bound: a queued 64^3 min_plus waited ~48 us on the H200 for its single workgroup;
+#: lavapipe 32^3-128^3: 1.5-1.8x faster; benchmarks/bench_small_gemm_tiles.py). None: off.
+TILE_TINY = {"BM": 32, "BN": 32, "BK": 8, "TM": 4, "TN": 4, "PF": 0}
+TINY_MN = 128
 #: argmax by k-tile (AT): the tiled kernel folds each k-tile's plain ⊕ into the running best with the
 #: tile's index, and ``gemm_argfix`` finds the k inside the winning tile; False: a compare and two
 #: selects per pair (lavapipe 512^3: 66 ms against 149, no argmax 64; H200: to be timed, see
@@ -132,6 +137,8 @@ def choose_kernel(m: int, n: int, k: int, argmax: bool, wg_storage: int = 16384,
                                "AV": k % 4 == 0, "DV": n % 4 == 0}
     elif 1 <= m <= WIDE_M and 1 <= k <= SKINNY_K and n % 4 == 0:
         return "gemm_wide", {"MMAX": WIDE_M, "K": k, "WG": WG, "BV": True, "DV": True}
+    elif TILE_TINY is not None and m <= TINY_MN and n <= TINY_MN:
+        kp = dict(TILE_TINY, ARGMAX=False)
     elif m * n <= (1 << 20) or min(m, n) < 128:
         kp = dict(TILE_SMALL, ARGMAX=False)
     else:

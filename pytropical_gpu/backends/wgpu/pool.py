@@ -9,6 +9,8 @@ the allocation retried once.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import logging
 import threading
 from collections import defaultdict, deque
@@ -45,12 +47,18 @@ def _round4(n: int) -> int:
 
 class BufferPool:
     """Buffers recycled by size class (powers of two from 256 bytes), so repeated calls of one
-    shape allocate nothing. ``max_free_bytes`` bounds what idle buffers may hold."""
+    shape allocate nothing. ``max_free_bytes`` bounds what idle buffers may hold.
+
+    Each class hands out its oldest idle buffer first (a heap on creation order), whatever order
+    they came back in: a repeated batch or loop then binds the very buffers it bound last time, so
+    its bind groups are found again (:mod:`.bindgroups`)."""
 
     def __init__(self, rt: Runtime, max_free_bytes: int = 1 << 30):
         self.rt = rt
         self.max_free_bytes = max_free_bytes
-        self._free: dict[int, list] = defaultdict(list)
+        self._free: dict[int, list] = defaultdict(list)  # class -> heap of (serial, handle)
+        self._serials: dict = {}  # handle -> creation serial (its place in the heaps)
+        self._count = itertools.count()
         self.free_bytes = 0
         self.live_bytes = 0
         self.created = 0
@@ -81,20 +89,32 @@ class BufferPool:
         """A handle of size class ``cap`` (see :meth:`_class`), counted live. :meth:`acquire` wraps it;
         a caller that hands it straight to an owner returning it through :attr:`returned` (the
         batch fast path's results) takes it bare."""
-        while self.returned:
-            c, h = self.returned.popleft()
-            self._free[c].append(h)
-            self.free_bytes += c
-            self.live_bytes -= c
+        if self.returned:
+            self._reclaim()
         lst = self._free.get(cap)
         if lst:
-            h = lst.pop()
+            h = heapq.heappop(lst)[1]
             self.free_bytes -= cap
         else:
             h = self._create(cap)
+            self._serials[h] = next(self._count)
             self.created += 1
         self.live_bytes += cap
         return h
+
+    def _reclaim(self) -> None:
+        """Move the handles resident results gave back (:attr:`returned`) into the free lists."""
+        while self.returned:
+            c, h = self.returned.popleft()
+            self._push(c, h)
+            self.free_bytes += c
+            self.live_bytes -= c
+
+    def _push(self, cap: int, h) -> None:
+        serial = self._serials.get(h)
+        if serial is None:  # (every pool handle has one; never compare two handles)
+            serial = self._serials[h] = next(self._count)
+        heapq.heappush(self._free[cap], (serial, h))
 
     def _create(self, cap: int):
         """A new device buffer; on a memory failure idle buffers are freed and it is tried once more,
@@ -144,7 +164,7 @@ class BufferPool:
             buf.handle = None
             return
         self.live_bytes -= buf.capacity
-        self._free[buf.capacity].append(buf.handle)
+        self._push(buf.capacity, buf.handle)
         self.free_bytes += buf.capacity
         buf.handle = None
         if self.free_bytes > self.max_free_bytes:
@@ -152,10 +172,13 @@ class BufferPool:
 
     def trim(self, keep_bytes: int = 0) -> None:
         """Destroy idle buffers, largest first, until at most ``keep_bytes`` stay idle."""
+        self._reclaim()
         for cap in sorted(self._free, reverse=True):
             lst = self._free[cap]
             while lst and self.free_bytes > keep_bytes:
-                self.rt.destroy_buffer(lst.pop())
+                h = lst.pop()[1]  # a leaf: what is left stays a heap
+                self._serials.pop(h, None)
+                self.rt.destroy_buffer(h)
                 self.free_bytes -= cap
 
     @property

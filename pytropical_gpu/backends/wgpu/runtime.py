@@ -39,7 +39,7 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 #: One buffer handle as created by a runtime (opaque to callers; has ``.size`` in bytes).
 BufferHandle = Any
@@ -78,8 +78,10 @@ class AdapterInfo:
         return software_adapter(self.adapter_type, self.is_fallback)
 
 
-@dataclass(frozen=True)
-class Binding:
+# Commands are named tuples, not frozen dataclasses: a queued small operation makes several per
+# call, and a frozen dataclass's __init__ (object.__setattr__ per field) costs ~1 us each; a tuple
+# also hashes in C (the bind-group cache keys on the bindings).
+class Binding(NamedTuple):
     """A byte range of a buffer bound as one storage binding (``size=None``: to the end)."""
 
     buffer: BufferHandle
@@ -87,8 +89,7 @@ class Binding:
     size: int | None = None
 
 
-@dataclass(frozen=True)
-class Dispatch:
+class Dispatch(NamedTuple):
     """One compute dispatch: pipeline, uniform bytes (binding 0), storage bindings (1, 2, ...)."""
 
     pipeline: PipelineHandle
@@ -97,8 +98,7 @@ class Dispatch:
     params: bytes | None = None
 
 
-@dataclass(frozen=True)
-class Copy:
+class Copy(NamedTuple):
     """A device-side buffer-to-buffer copy of ``size`` bytes."""
 
     src: BufferHandle
@@ -216,11 +216,13 @@ def buffer_capacity(need: int, floor: int) -> int:
 def storage_ranges(cmd: Dispatch) -> list[tuple[int, BufferHandle, int, int]]:
     """(slot, buffer, offset, size) of a dispatch's storage bindings, slots 1, 2, ... in order."""
     out = []
-    for i, bnd in enumerate(cmd.bindings):
-        if not isinstance(bnd, Binding):
-            bnd = Binding(bnd)
-        size = bnd.size if bnd.size is not None else bnd.buffer.size - bnd.offset
-        out.append((i + 1, bnd.buffer, int(bnd.offset), int(size)))
+    slot = 0
+    for bnd in cmd.bindings:
+        slot += 1
+        if type(bnd) is not Binding:
+            bnd = bnd if isinstance(bnd, Binding) else Binding(bnd)
+        buf, off, size = bnd
+        out.append((slot, buf, int(off), int(buf.size - off if size is None else size)))
     return out
 
 

@@ -21,6 +21,7 @@ import logging
 from collections.abc import Sequence
 
 from .adapters import choose_adapter, refusal
+from .bindgroups import dawn_cache, lookup
 from .dawn_adapters import adapters, call, dawn, enum_name, info, list_adapters, probe, release_adapters, text
 from .dawn_objects import Buffer, Pipeline, compute_pipeline, shader_module
 from .runtime import (
@@ -30,8 +31,6 @@ from .runtime import (
     Runtime,
     buffer_capacity,
     pack_uniforms,
-    storage_ranges,
-    uniform_size,
 )
 
 log = logging.getLogger("pytropical_gpu")
@@ -95,6 +94,7 @@ class DawnRuntime(Runtime):
                        | webgpu.WGPUBufferUsage_CopyDst)
         self._uniform: Buffer | None = None  # one recycled uniform buffer for every params block
         self._staging: Buffer | None = None  # one recycled MAP_READ buffer for read()
+        self._groups = dawn_cache(webgpu, self.device)
 
     # ------------------------------------------------------------------ device
     def _request_device(self, feats: list[str]):
@@ -149,6 +149,7 @@ class DawnRuntime(Runtime):
             self._w.wgpuBufferDestroy(buf.handle)
             self._w.wgpuBufferRelease(buf.handle)
             buf.handle = None
+            self._groups.forget(buf)  # its bind groups go before the next submit (any thread)
 
     def create_buffer(self, size: int, label: str = "") -> Buffer:
         size = max(int(size), 4)
@@ -229,34 +230,26 @@ class DawnRuntime(Runtime):
         self._check()
         blobs = [bytes(c.params) for c in commands if isinstance(c, Dispatch) and c.params is not None]
         offs = self._write_uniforms(blobs) if blobs else []
+        groups = self._groups
+        groups.drain()
         enc = webgpu.wgpuDeviceCreateCommandEncoder(self.device, webgpu.WGPUCommandEncoderDescriptor())
-        groups_made = []
         ui = 0
         cpass = pipe = None  # consecutive dispatches share one compute pass (WebGPU orders them)
         try:
             for cmd in commands:
-                if isinstance(cmd, Copy):
+                if type(cmd) is Copy:
                     if cpass is not None:
-                        self._end_pass(cpass)
-                        cpass = pipe = None
+                        cpass = self._end_pass(cpass)
+                        pipe = None
                     webgpu.wgpuCommandEncoderCopyBufferToBuffer(
                         enc, cmd.src.handle, int(cmd.src_offset), cmd.dst.handle, int(cmd.dst_offset),
                         int(cmd.size))
                     continue
-                entries = []
-                if cmd.params is not None:
-                    entries.append((0, self._uniform.handle, offs[ui], uniform_size(blobs[ui])))
+                if cmd.params is None:  # the bind group: cached (.bindgroups)
+                    bg = lookup(groups, cmd, None, 0, None)
+                else:
+                    bg = lookup(groups, cmd, self._uniform, offs[ui], blobs[ui])
                     ui += 1
-                entries += [(slot, b.handle, off, size) for slot, b, off, size in storage_ranges(cmd)]
-                arr = (webgpu.WGPUBindGroupEntry * len(entries))()
-                for e, (binding, handle, off, size) in zip(arr, entries):
-                    e.binding, e.buffer, e.offset, e.size = binding, handle, off, size
-                bg_desc = webgpu.WGPUBindGroupDescriptor()
-                bg_desc.layout = cmd.pipeline.layout
-                bg_desc.entryCount = len(entries)
-                bg_desc.entries = arr
-                bg = webgpu.wgpuDeviceCreateBindGroup(self.device, bg_desc)
-                groups_made.append(bg)
                 if cpass is None:
                     cpass = webgpu.wgpuCommandEncoderBeginComputePass(
                         enc, webgpu.WGPUComputePassDescriptor())
@@ -269,8 +262,7 @@ class DawnRuntime(Runtime):
             cpass = self._end_pass(cpass) if cpass is not None else None
             self._finish_submit(enc)
         finally:
-            for bg in groups_made:
-                webgpu.wgpuBindGroupRelease(bg)
+            groups.done()
         self._tick()
         self._check()
 
@@ -291,6 +283,7 @@ class DawnRuntime(Runtime):
         self._free(self._uniform)
         self._free(self._staging)
         self._uniform = self._staging = None
+        self._groups.clear()
 
 
 def create() -> DawnRuntime:

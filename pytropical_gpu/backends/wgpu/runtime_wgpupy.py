@@ -8,6 +8,7 @@ import threading
 from collections.abc import Sequence
 
 from .adapters import choose_adapter, refusal
+from .bindgroups import lookup, wgpupy_cache
 from .runtime import (
     AdapterInfo,
     Copy,
@@ -145,7 +146,7 @@ class WgpuPyRuntime(Runtime):
                        | wgpu.BufferUsage.COPY_DST)
         self._uniform = None  # one recycled uniform buffer for every dispatch's params
         self._uniform_size = 0
-        self._layouts: dict[int, object] = {}
+        self._groups = None  # the bind-group cache, made at the first submit (.bindgroups)
 
     # ------------------------------------------------------------------ buffers
     def create_buffer(self, size: int, label: str = ""):
@@ -153,6 +154,8 @@ class WgpuPyRuntime(Runtime):
 
     def destroy_buffer(self, buf) -> None:
         buf.destroy()
+        if self._groups is not None:  # its bind groups go before the next submit (any thread)
+            self._groups.forget(buf)
 
     def write(self, buf, data, offset: int = 0) -> None:
         mv = memoryview(data).cast("B")
@@ -196,7 +199,7 @@ class WgpuPyRuntime(Runtime):
         offs, stage = pack_uniforms(blobs, self.limits.min_uniform_offset_alignment)
         if len(stage) > self._uniform_size:
             if self._uniform is not None:
-                self._uniform.destroy()
+                self.destroy_buffer(self._uniform)
             self._uniform_size = buffer_capacity(len(stage), 4096)
             self._uniform = self.device.create_buffer(
                 size=self._uniform_size,
@@ -211,52 +214,45 @@ class WgpuPyRuntime(Runtime):
         if raw is None:  # pragma: no cover - a wgpu-py without its cffi module
             return self._submit_objects(commands, blobs, offs)
         ffi, lib = raw
+        groups = self._groups
+        if groups is None:
+            groups = self._groups = wgpupy_cache(self.device, ffi, lib)
+        groups.drain()
         enc = self.device.create_command_encoder()
-        groups, ui = [], 0
+        ui = 0
         # consecutive dispatches share one compute pass (each dispatch is its own usage scope:
-        # WebGPU orders one's writes before the next one's reads); bind groups are made through
-        # wgpu-native's C API directly (wgpu-py's create_bind_group costs ~100 us of Python each)
+        # WebGPU orders one's writes before the next one's reads); bind groups come from the cache
+        # (:mod:`.bindgroups`), made through wgpu-native's C API on a miss
         p = pipe = None
         try:
             for cmd in commands:
-                if isinstance(cmd, Copy):
+                if type(cmd) is Copy:
                     if p is not None:
                         p.end()
                         p = pipe = None
-                    enc.copy_buffer_to_buffer(cmd.src, cmd.src_offset, cmd.dst, cmd.dst_offset,
-                                              cmd.size)
+                    lib.wgpuCommandEncoderCopyBufferToBuffer(  # (the object API: ~10 us a copy)
+                        enc._internal, cmd.src._internal, int(cmd.src_offset), cmd.dst._internal,
+                        int(cmd.dst_offset), int(cmd.size))
                     continue
-                ranges = storage_ranges(cmd)
-                n = len(ranges) + (cmd.params is not None)
-                arr = ffi.new("WGPUBindGroupEntry[]", n)
-                i = 0
-                if cmd.params is not None:
-                    e = arr[0]
-                    e.binding, e.buffer = 0, self._uniform._internal
-                    e.offset, e.size = offs[ui], uniform_size(blobs[ui])
-                    ui, i = ui + 1, 1
-                for slot, buf, off, size in ranges:
-                    e = arr[i]
-                    e.binding, e.buffer, e.offset, e.size = slot, buf._internal, off, size
-                    i += 1
-                desc = ffi.new("WGPUBindGroupDescriptor *")
-                desc.layout, desc.entryCount, desc.entries = cmd.pipeline._pt_bgl._internal, n, arr
-                bg = lib.wgpuDeviceCreateBindGroup(self.device._internal, desc)
-                groups.append(bg)
+                if cmd.params is None:  # the bind group: cached (.bindgroups)
+                    bg = lookup(groups, cmd, None, 0, None)
+                else:
+                    bg = lookup(groups, cmd, self._uniform, offs[ui], blobs[ui])
+                    ui += 1
                 if p is None:
                     p = enc.begin_compute_pass()
+                    praw = p._internal
                 if cmd.pipeline is not pipe:
-                    p.set_pipeline(cmd.pipeline)
                     pipe = cmd.pipeline
-                lib.wgpuComputePassEncoderSetBindGroup(p._internal, 0, bg, 0, ffi.NULL)
+                    lib.wgpuComputePassEncoderSetPipeline(praw, pipe._internal)
+                lib.wgpuComputePassEncoderSetBindGroup(praw, 0, bg, 0, ffi.NULL)
                 gx, gy, gz = cmd.groups
-                lib.wgpuComputePassEncoderDispatchWorkgroups(p._internal, int(gx), int(gy), int(gz))
+                lib.wgpuComputePassEncoderDispatchWorkgroups(praw, int(gx), int(gy), int(gz))
             if p is not None:
                 p.end()
             self.queue.submit([enc.finish()])
         finally:
-            for bg in groups:
-                lib.wgpuBindGroupRelease(bg)
+            groups.done()
 
     def _submit_objects(self, commands, blobs, offs) -> None:
         """:meth:`submit` through wgpu-py's object API only."""

@@ -10,6 +10,8 @@ words of many results with one device read (what a batch does at its end).
 
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 
 from ..._checks import dt_name
@@ -62,8 +64,9 @@ class Reader:
                 raw = np.frombuffer(eng.rt.read(stage.handle, 0, 32 * len(todo)), np.uint32)
             finally:
                 eng.release(stage)
+        words = raw.tolist()  # Python ints once (a batch's end decodes one reader per GEMM)
         for i, r in enumerate(todo):
-            r.values = decode(r.kind, raw[8 * i:8 * i + 8])
+            r.values = decode(r.kind, words[8 * i:8 * i + 8])
 
 
 def decode(kind: str, w: np.ndarray) -> dict:
@@ -84,7 +87,10 @@ def decode(kind: str, w: np.ndarray) -> dict:
 
 
 def _f32(bits: int) -> float:
-    return float(np.array([bits], np.uint32).view(np.float32)[0])
+    return _F32.unpack(_U32.pack(bits))[0]
+
+
+_U32, _F32 = struct.Struct("<I"), struct.Struct("<f")
 
 
 def record(eng: Engine, buf: DeviceBuffer, dtype, n: int):
