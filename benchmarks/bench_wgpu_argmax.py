@@ -221,7 +221,8 @@ def main(argv=None) -> int:
     q = args.quick
     steps = [
         lambda: time_argmax(eng, 256 if q else 4096, [T64] if q else
-                            [T64, dict(T64, BK=32), T128x64, T128], (0, 8, 32, 128)),
+                            [T64, dict(T64, BK=32), T128x64, dict(T128x64, BK=32), T128],
+                            (0, 8, 32, 128)),
         lambda: time_split(eng, [(256, 256, 256)] if q else
                            [(1024, 1024, 1024), (512, 512, 512), (768, 768, 768),
                             (1536, 1536, 1536), (2048, 2048, 2048), (2560, 2560, 2560),
