@@ -48,11 +48,10 @@ def checks(quick):
     """Every variant through the backend (bench_wgpu_sweep.check_gemm: forced tile, vs cpu)."""
     ok = True
     for tile in ([T64] if quick else [T64, T128x64, T128, dict(T64, BK=32)]):
-        for bt, sw in ((False, 0), (True, 0), (True, 8), (True, 32)):
-            passes.ARGFIX_BT, passes.ARGFIX_SW = bt, sw
-            ok &= sweep.check_gemm("gemm_tiled", dict(tile, AT=True), True,
-                                   f"AT {tile} BT={bt} SW={sw}")
-    passes.ARGFIX_BT, passes.ARGFIX_SW = True, 0
+        for bt in (False, True):
+            passes.ARGFIX_BT = bt
+            ok &= sweep.check_gemm("gemm_tiled", dict(tile, AT=True), True, f"AT {tile} BT={bt}")
+    passes.ARGFIX_BT = True
     min_k, split_tile, work = passes.SPLIT_MIN_K, passes.SPLIT_TILE, passes.SPLIT_MIN_WORK
     passes.SPLIT_MIN_K, passes.SPLIT_MIN_WORK = 16, 0  # 37x70x129 in 3 layers (the last 6 long)
     for tile in ([T128] if quick else [T128, T128x64, T64, T64x8]):
@@ -101,9 +100,10 @@ class Problem:
         self.eng.release(self.A, self.B, self.D, *([self.I] if self.I is not None else []), *more)
 
 
-def time_argmax(eng, size, tiles, sws=(0,)):
-    """Per tile: first pass, + each second pass (B in place; B transposed in each block order
-    ``sws``), the transpose alone, the per-pair kernel, the same tile without argmax."""
+def time_argmax(eng, size, tiles):
+    """Per tile: first pass, + each second pass (B in place, B transposed), the transpose alone,
+    the per-pair kernel, the same tile without argmax (run 2 also timed 16 x 16 output blocks in
+    bands of SW block rows: slower, removed; commit 4e8f1bd)."""
     reps = 5 if size >= 4096 else 20
     for tile in tiles:
         p = Problem(eng, size, size, size, True)
@@ -121,12 +121,6 @@ def time_argmax(eng, size, tiles, sws=(0,)):
             r["old_total_ms"] = kernel_time(eng, [first, old], reps) * 1e3
             r["new_total_ms"] = kernel_time(eng, [first] + new, reps) * 1e3
             r["transpose_ms"] = kernel_time(eng, new[0], reps) * 1e3
-            for sw in sws:
-                if sw:
-                    fix = passes.argfix_dispatch(eng, p.code, kp, [p.binds[0], new[1].bindings[1]]
-                                                 + p.binds[2:], size, size, size, bt=True, sw=sw)
-                    r[f"ok_sw{sw}"] = p.check([first, new[0], fix])
-                    r[f"sw{sw}_total_ms"] = kernel_time(eng, [first, new[0], fix], reps) * 1e3
             r["per_pair_ms"] = kernel_time(eng, pair, reps) * 1e3
             np_ = plain.tiled(dict(tile, ARGMAX=False))
             r["ok_plain"] = plain.check([np_])
@@ -221,8 +215,7 @@ def main(argv=None) -> int:
     q = args.quick
     steps = [
         lambda: time_argmax(eng, 256 if q else 4096, [T64] if q else
-                            [T64, dict(T64, BK=32), T128x64, dict(T128x64, BK=32), T128],
-                            (0, 8, 32, 128)),
+                            [T64, dict(T64, BK=32), T128x64, dict(T128x64, BK=32), T128]),
         lambda: time_split(eng, [(256, 256, 256)] if q else
                            [(1024, 1024, 1024), (512, 512, 512), (768, 768, 768),
                             (1536, 1536, 1536), (2048, 2048, 2048), (2560, 2560, 2560),

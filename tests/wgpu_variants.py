@@ -119,10 +119,9 @@ def gemm_variants() -> list[Variant]:
                     if dict(kp).get("AT"):  # the argmax by k-tile's second pass (B in place,
                         bk = dict(kp)["BK"]  # or transposed: k a multiple of 4 or not)
                         out.append(_v("gemm_argfix", **code.params(), BK=bk, WG=WG, BT=False,
-                                      VEC=False, AV=False, BV=False, SW=0))
+                                      VEC=False, AV=False, BV=False))
                         out += [_v("gemm_argfix", **code.params(), BK=bk, WG=WG, BT=True, VEC=v,
-                                   AV=v, BV=v, SW=sw) for v in (False, True)
-                                for sw in {0, passes.ARGFIX_SW}]
+                                   AV=v, BV=v) for v in (False, True)]
                         out.append(_v("gemm_transpose", T=code.T))
                 if sr.builtin:  # split-k (gemm_passes)
                     sk = dict(passes.SPLIT_TILE, ARGMAX=False, SK=True)

@@ -32,7 +32,7 @@ TILE = {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "PF": 0}
 TILE_SMALL = {"BM": 64, "BN": 64, "BK": 16, "TM": 4, "TN": 4, "PF": 0}
 #: argmax by k-tile (AT): the tiled kernel folds each k-tile's plain ⊕ into the running best with the
 #: tile's index, and ``gemm_argfix`` finds the k inside the winning tile; False: a compare and two
-#: selects per pair (lavapipe 512^3: 66 ms against 149, no argmax 64; H200: to be timed, see
+#: selects per pair (H200 4096^3, 64x64 tile: 9.83 ms against 14.73, no argmax 8.13; see
 #: benchmarks/results/wgpu_gemm_notes.md)
 ARGMAX_BY_TILE = True
 #: skinny kernel: rows of A per thread (2,097,152 x 4 x 4 on an H200: 1 to 4 within 3 %)
@@ -127,7 +127,9 @@ def choose_kernel(m: int, n: int, k: int, argmax: bool, wg_storage: int = 16384,
         if k <= SKINNY_K and n <= SKINNY_N:
             return "gemm_simple", {"ARGMAX": True, "KCONST": k, "WG": WG}
         kp = dict(TILE_SMALL, ARGMAX=True)
-        if ARGMAX_BY_TILE if by_tile is None else by_tile:
+        if ARGMAX_BY_TILE if by_tile is None else by_tile:  # the big tile where the plain GEMM
+            if m * n > (1 << 20) and min(m, n) >= 128:     # takes it (H200 4096^3: 9.11 ms
+                kp = dict(TILE, ARGMAX=True)               # against 64x64's 9.83)
             kp["AT"] = True
     elif k <= SKINNY_K and n <= SKINNY_N:
         return "gemm_skinny", {"K": k, "N": n, "WG": WG, "RPT": SKINNY_RPT,

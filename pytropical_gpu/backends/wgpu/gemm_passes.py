@@ -16,11 +16,8 @@ from .engine import WG, Engine, pack_params
 
 #: gemm_argfix reads B transposed (False: B's column in place, BK scattered rows)
 ARGFIX_BT = True
-#: with B transposed, gemm_argfix's 16 x 16 output blocks go this many block rows at a time (0: one
-#: thread per output in row-major order)
-ARGFIX_SW = 0
 #: split-k: the tile, its workgroups resident at once (H200: 132 SMs x 2), most layers, least k
-#: per layer; the layer count is the one (of 1, 2, 4, 8) whose last wave of workgroups is fullest
+#: per layer (the rule: :func:`split_plan`)
 SPLIT_TILE = {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "PF": 0}
 SPLIT_SLOTS = 264
 SPLIT_MAX = 8
@@ -30,20 +27,17 @@ SPLIT_MIN_WORK = 1 << 26
 
 
 def argfix_dispatch(eng: Engine, code, kp: dict, binds, m: int, n: int, k: int, nbat: int = 1,
-                    a_bs: int = 0, b_bs: int = 0, bt: bool = False, sw: int | None = None):
-    """The second pass of an AT argmax (bindings A, B or B transposed, D, I); ``sw``: the block
-    order with B transposed (default :data:`ARGFIX_SW`)."""
+                    a_bs: int = 0, b_bs: int = 0, bt: bool = False):
+    """The second pass of an AT argmax (bindings A, B or B transposed, D, I)."""
     vec = bt and k % 4 == 0 and kp["BK"] % 4 == 0
-    sw = (ARGFIX_SW if sw is None else sw) if bt else 0
     pipe = eng.pipeline("gemm_argfix", **code.params(), BK=kp["BK"], WG=WG, BT=bt, VEC=vec,
-                        AV=vec, BV=vec, SW=sw)
-    blocks = -(-m // 16) * -(-n // 16) if sw else -(-(m * n) // WG)
-    gx, gy, _ = eng.grid(blocks)
+                        AV=vec, BV=vec)
+    gx, gy, _ = eng.grid(-(-(m * n) // WG))
     return eng.dispatch(pipe, binds, (gx, gy, nbat), pack_params(m, n, k, a_bs, b_bs, 0, m * n, gx))
 
 
 def argfix_commands(eng: Engine, code, kp: dict, binds, m: int, n: int, k: int, nbat: int = 1,
-                    a_bs: int = 0, b_bs: int = 0, bt: bool | None = None, sw: int | None = None):
+                    a_bs: int = 0, b_bs: int = 0, bt: bool | None = None):
     """The second pass's commands (bindings A, B, D, I) and the temporaries to release after
     them; ``bt``: read B transposed (default :data:`ARGFIX_BT`; where the transpose's grid does
     not fit one dispatch, B is read in place)."""
@@ -55,7 +49,7 @@ def argfix_commands(eng: Engine, code, kp: dict, binds, m: int, n: int, k: int, 
         tr = eng.dispatch(pipe, [binds[1], tb.binding()], (-(-n // 16), -(-k // 16), nb),
                           pack_params(k, n, b_bs, 0))
         fix = argfix_dispatch(eng, code, kp, [binds[0], tb.binding(), binds[2], binds[3]],
-                              m, n, k, nbat, a_bs, b_bs, bt=True, sw=sw)
+                              m, n, k, nbat, a_bs, b_bs, bt=True)
         return [tr, fix], [tb]
     return [argfix_dispatch(eng, code, kp, binds, m, n, k, nbat, a_bs, b_bs)], []
 
@@ -67,17 +61,19 @@ def split_plan(m: int, n: int, k: int, lim: int, item: int, tile: dict | None = 
     t = SPLIT_TILE if tile is None else tile
     wgs = -(-m // t["BM"]) * -(-n // t["BN"])
     s = layers
-    if s is None and m * n * k < SPLIT_MIN_WORK:
-        s = 1
+    if s is None and (m * n * k < SPLIT_MIN_WORK or wgs >= 3 * SPLIT_SLOTS):
+        s = 1  # too little work for a second dispatch, or waves enough that the last matters little
     if s is None:
-        s, best = 1, 0.0
-        c = 1
-        while c <= SPLIT_MAX and (c == 1 or k >= c * SPLIT_MIN_K):
-            waves = wgs * c / SPLIT_SLOTS
-            fill = waves / math.ceil(waves)  # busy share of the slots over the waves
-            if fill > best * 1.02:  # more layers only for a clearly fuller last wave
-                s, best = c, fill
-            c *= 2
+        counts = [c for c in (1, 2, 4, 8) if c <= SPLIT_MAX and (c == 1 or k >= c * SPLIT_MIN_K)]
+        if wgs < SPLIT_SLOTS // 2:  # under one workgroup an SM: as many layers as fit one wave
+            s = max(c for c in counts if c == 1 or wgs * c <= 1.1 * SPLIT_SLOTS)
+        else:  # the count whose last wave is fullest (more layers only where clearly fuller)
+            s, best = 1, 0.0
+            for c in counts:
+                waves = wgs * c / SPLIT_SLOTS
+                fill = waves / math.ceil(waves)
+                if fill > best * 1.02:
+                    s, best = c, fill
     while s > 1 and s * m * n * item > lim:
         s -= 1
     if s <= 1:
