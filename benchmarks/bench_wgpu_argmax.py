@@ -103,7 +103,7 @@ class Problem:
 def time_argmax(eng, size, tiles):
     """Per tile: first pass, + each second pass (B in place, B transposed), the transpose alone,
     the per-pair kernel, the same tile without argmax (run 2 also timed 16 x 16 output blocks in
-    bands of SW block rows: slower, removed; commit 4e8f1bd)."""
+    bands of SW block rows: slower, removed; commit 55681d4)."""
     reps = 5 if size >= 4096 else 20
     for tile in tiles:
         p = Problem(eng, size, size, size, True)
