@@ -40,6 +40,19 @@ def test_big_tile_with_partial_tiles(backend, rng):
                                   ref_matmul(a, b, "min_plus", c)[0])
 
 
+@pytest.mark.parametrize(("name", "dtype"), [("min_plus", "float32"), ("max_plus", "int32")])
+def test_big_tile_argmax(backend, rng, name, dtype):
+    """The argmax by k-tile on the big tile (wgpu: m * n > 2^20), partial tiles, k cut inside
+    its last k-tile, ``c``, the zero and extremes."""
+    a, b = rand(rng, (1030, 36), dtype), rand(rng, (36, 1029), dtype)
+    c = rand(rng, (1030, 1029), dtype)
+    for cc in (None, c):
+        got, idx = tg.matmul(a, b, name, c=cc, return_argmax=True, backend=backend)
+        want, want_idx = ref_matmul(a, b, name, cc)
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(idx, want_idx)
+
+
 @pytest.mark.parametrize("shape", [(3, 7, 1000), (5001, 4, 8)], ids=["wide", "skinny"])
 def test_kernel_families_batched(backend, rng, shape):
     m, k, n = shape
@@ -73,3 +86,50 @@ def test_tiled_argmax_matches_reference(backend, rng, monkeypatch, by_tile, name
             want, want_idx = ref_matmul(a, b, name, cc)
             np.testing.assert_array_equal(got, want)
             np.testing.assert_array_equal(idx, want_idx)
+
+
+@pytest.mark.parametrize("bt", [True, False], ids=["b_transposed", "b_in_place"])
+@pytest.mark.parametrize("name", ["min_plus", "max_plus"])
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_argmax_by_tile_second_pass(backend, rng, monkeypatch, bt, name, dtype):
+    """The argmax by k-tile's second pass reading B transposed (vec4 where k is a multiple of 4,
+    scalar otherwise) or in place: smallest k on ties inside the winning tile, a tile cut by k's
+    end, -1 where ``c`` wins, B batched or broadcast."""
+    if backend == "wgpu":
+        from pytropical_gpu.backends.wgpu import gemm, gemm_passes
+
+        monkeypatch.setattr(gemm, "ARGMAX_BY_TILE", True)
+        monkeypatch.setattr(gemm_passes, "ARGFIX_BT", bt)
+    elif not bt:
+        pytest.skip("one kernel choice outside wgpu")
+    for alead, blead, m, k, n in (((), (), 67, 100, 70), ((2,), (2,), 33, 36, 41),
+                                  ((2,), (), 9, 19, 130)):
+        a, b = rand(rng, alead + (m, k), dtype), rand(rng, blead + (k, n), dtype)
+        c = rand(rng, alead + (m, n), dtype)
+        for cc in (None, c):
+            got, idx = tg.matmul(a, b, name, c=cc, return_argmax=True, backend=backend)
+            want, want_idx = ref_matmul(a, b, name, cc)
+            np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(idx, want_idx)
+
+
+@pytest.mark.parametrize("name", ["min_plus", "max_min", "plus_times"])
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+@pytest.mark.parametrize("shape", [(130, 1000, 200), (37, 70, 129), (8, 300, 12)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_split_k(backend, rng, monkeypatch, name, dtype, shape):
+    """Grids too small for the device split k over layers of workgroups folded by ⊕ (wgpu's
+    gemm_passes; a last layer shorter than the rest, ±inf / integer extremes, ``c``): the same
+    result as one pass."""
+    m, k, n = shape
+    if backend == "wgpu":
+        from pytropical_gpu.backends.wgpu import gemm_passes
+
+        monkeypatch.setattr(gemm_passes, "SPLIT_MIN_K", 16)  # k = 70 in 3 layers, 300 in 7
+        monkeypatch.setattr(gemm_passes, "SPLIT_MIN_WORK", 0)
+        assert gemm_passes.split_plan(m, n, k, 1 << 30, 4)[0] > 1
+    special = name != "plus_times"
+    a, b = rand(rng, (m, k), dtype, special), rand(rng, (k, n), dtype, special)
+    c = rand(rng, (m, n), dtype, special)
+    check(tg.matmul(a, b, name, backend=backend), ref_matmul(a, b, name)[0], dtype, name)
+    check(tg.matmul(a, b, name, c=c, backend=backend), ref_matmul(a, b, name, c)[0], dtype, name)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pytropical_gpu.backends.wgpu import boolean, gemm, templating, vsa, vsa_search
+from pytropical_gpu.backends.wgpu import gemm_passes as passes
 from pytropical_gpu.backends.wgpu.engine import WG
 from pytropical_gpu.semirings import Semiring, get_semiring, semiring_names
 
@@ -115,8 +116,19 @@ def gemm_variants() -> list[Variant]:
                         continue
                     for has_c in (False, True):
                         out.append(_v(kname, **code.params(), **dict(kp), HAS_C=has_c))
-                    if dict(kp).get("AT"):  # the argmax by k-tile's second pass
-                        out.append(_v("gemm_argfix", **code.params(), BK=dict(kp)["BK"], WG=WG))
+                    if dict(kp).get("AT"):  # the argmax by k-tile's second pass (B in place,
+                        bk = dict(kp)["BK"]  # or transposed: k a multiple of 4 or not)
+                        out.append(_v("gemm_argfix", **code.params(), BK=bk, WG=WG, BT=False,
+                                      VEC=False, AV=False, BV=False))
+                        out += [_v("gemm_argfix", **code.params(), BK=bk, WG=WG, BT=True, VEC=v,
+                                   AV=v, BV=v) for v in (False, True)]
+                        out.append(_v("gemm_transpose", T=code.T))
+                if sr.builtin:  # split-k (gemm_passes)
+                    sk = dict(passes.SPLIT_TILE, ARGMAX=False, SK=True)
+                    out.append(_v("gemm_tiled", **code.params(), **sk, HAS_C=False))
+                    out += [_v("gemm_splitk", **code.params(), S=s, VEC=v, HAS_C=c, WG=WG)
+                            for s in range(2, passes.SPLIT_MAX + 1) for v in (False, True)
+                            for c in (False, True)]
     return out
 
 

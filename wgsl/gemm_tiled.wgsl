@@ -5,6 +5,8 @@
 // are consecutive (no bank conflicts). PF: 0 loads then computes each k-tile; 1 prefetches the
 // next k-tile into registers while computing; 2 does that into a second workgroup buffer (one
 // barrier per k-tile). On an H200 PF=0 is as fast as either (benchmarks/results/wgpu_gemm_notes.md).
+// SK: split-k, each z layer of workgroups a slice of k into its own partial D (gemm_splitk folds
+// the layers with ⊕; for grids too small to fill the device).
 // Guards, padding and tile choice follow KERNELS.md at the repository root (as cuda/ does).
 {$ include "gemm_common.wgsl" $}
 $$ set nb = 4
@@ -61,7 +63,7 @@ $$ for l in range(NLA)
             let gk = {{ k0 }} + e % {{ BK }}u;
             let r = row0 + (e / {{ BK }}u) * 4u;
             la{{ l }} = V(zero());
-            if (gk < P.k) {
+            if (gk < klen) {
                 let o = abase + r * P.k + gk;
                 if (r < P.m) { la{{ l }}.x = A[o]; }
                 if (r + 1u < P.m) { la{{ l }}.y = A[o + P.k]; }
@@ -76,7 +78,7 @@ $$ for l in range(NLB)
             let gk = {{ k0 }} + e / {{ BN4 }}u;
             let c = col0 + (e % {{ BN4 }}u) * 4u;
             lb{{ l }} = V(pad_b());
-            if (gk < P.k) {
+            if (gk < klen) {
                 let o = bbase + gk * P.n + c;
                 if (c + 3u < P.n) {
                     lb{{ l }} = V(B[o], B[o + 1u], B[o + 2u], B[o + 3u]);
@@ -105,13 +107,9 @@ $$- endmacro
 
 $$ macro compute(abuf, bbuf)
 $$ if AT
-        // AT: a plain ⊕ over each k-tile (two instructions a pair), folded into the running best
-        // with the k-tile's index once per tile; gemm_argfix finds the k inside the winning tile
-$$ for i in range(TM)
-$$ for j in range(TN4)
-        tacc_{{ i }}_{{ j }} = V(zero());
-$$ endfor
-$$ endfor
+        // AT: a plain ⊕ over each k-tile (two instructions a pair; the first product starts it,
+        // as zero ⊕ x = x), folded into the running best with the k-tile's index once per tile;
+        // gemm_argfix finds the k inside the winning tile
 $$ endif
 $$ for kk in range(BK)
         {
@@ -129,7 +127,9 @@ $$ if PAIR
 $$ endif
 $$ for i in range(TM)
 $$ for j in range(TN4)
-$$ if AT
+$$ if AT and kk == 0
+            tacc_{{ i }}_{{ j }} = mul4(a{{ i }}, b{{ j }});
+$$ elif AT
             tacc_{{ i }}_{{ j }} = add4(tacc_{{ i }}_{{ j }}, mul4(a{{ i }}, b{{ j }}));
 $$ elif PAIR
             {
@@ -186,7 +186,14 @@ $$ endfor
 $$ for l in range(NLB)
     var lb{{ l }}: V;
 $$ endfor
-    let ntiles = (P.k + {{ BK - 1 }}u) / {{ BK }}u;
+$$ if SK|default(false)
+    // split-k: workgroup layer z covers k in [z * KS, z * KS + klen) (KS = P.c_bs; a_bs = KS and
+    // b_bs = KS * n offset A's columns and B's rows there) and writes its partial D layer
+    let klen = min(P.c_bs, P.k - min(P.k, wg.z * P.c_bs));
+$$ else
+    let klen = P.k;
+$$ endif
+    let ntiles = (klen + {{ BK - 1 }}u) / {{ BK }}u;
 $$ if PF == 0
     for (var t = 0u; t < ntiles; t = t + 1u) {
         let k0 = t * {{ BK }}u;

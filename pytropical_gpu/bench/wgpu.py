@@ -107,8 +107,10 @@ def bench_gemm(eng, dev, cp, progress, quick, rows, extra):
     A, B, D, I = eng.upload(a), eng.upload(b), eng.alloc(sz * sz * 4), eng.alloc(sz * sz * 4)
     binds = [x.binding() for x in (A, B, D, I)]
     disp = [gemm.make_dispatch(eng, pipe, kname, kp, binds, sz, sz, sz)]
-    if kp.get("AT"):  # argmax by k-tile: the second pass belongs to the timed work
-        disp.append(gemm.argfix_dispatch(eng, code, kp, binds, sz, sz, sz))
+    tmp = []
+    if kp.get("AT"):  # argmax by k-tile: the second pass (and B's transpose) belong to the work
+        more, tmp = gemm.passes.argfix_commands(eng, code, kp, binds, sz, sz, sz)
+        disp += more
     eng.submit(disp)
     got_d, got_i = eng.download(D, np.float32, (sz, sz)), eng.download(I, np.int32, (sz, sz))
     ri = rng.choice(sz, 8, replace=False)
@@ -119,7 +121,7 @@ def bench_gemm(eng, dev, cp, progress, quick, rows, extra):
     rows.append(_row("min_plus f32 + argmax", dev, f"{sz}x{sz}x{sz}", t, 2 * sz ** 3, "op",
                      note=f"{kname} {kp}"))
     progress(f"argmax {sz}^3: {t.median * 1e3:.3f} ms")
-    eng.release(A, B, D, I)
+    eng.release(A, B, D, I, *tmp)
 
 
 def bench_andor(eng, dev, cp, progress, quick, rows, extra):

@@ -4,7 +4,8 @@ Four templates: ``gemm_tiled`` (register-blocked, vec4 accumulators, unrolled k-
 throughput path), ``gemm_skinny`` (m >> n, k <= 16: one thread per row, B in workgroup memory, no
 padding to a big tile), its mirror ``gemm_wide`` (m, k <= 16, n >> m: four columns per thread, A
 in workgroup memory) and ``gemm_simple`` (one thread per output; small argmax GEMMs);
-``gemm_argfix`` is the second pass of the tiled argmax by k-tile.
+``gemm_argfix`` is the second pass of the tiled argmax by k-tile, ``gemm_splitk`` split-k's fold
+(both in :mod:`.gemm_passes`).
 Work larger than one storage binding
 or one dispatch runs as several blocks (batch entries x row blocks x column blocks).
 """
@@ -17,6 +18,7 @@ import numpy as np
 
 from ... import facts
 from ...semirings import Semiring
+from . import gemm_passes as passes
 from . import stats
 from .array import host
 from .engine import WG, Engine, pack_params
@@ -35,7 +37,7 @@ TILE_TINY = {"BM": 32, "BN": 32, "BK": 8, "TM": 4, "TN": 4, "PF": 0}
 TINY_MN = 128
 #: argmax by k-tile (AT): the tiled kernel folds each k-tile's plain ⊕ into the running best with the
 #: tile's index, and ``gemm_argfix`` finds the k inside the winning tile; False: a compare and two
-#: selects per pair (lavapipe 512^3: 66 ms against 149, no argmax 64; H200: to be timed, see
+#: selects per pair (H200 4096^3, 64x64 tile: 9.83 ms against 14.73, no argmax 8.13; see
 #: benchmarks/results/wgpu_gemm_notes.md)
 ARGMAX_BY_TILE = True
 #: skinny kernel: rows of A per thread (2,097,152 x 4 x 4 on an H200: 1 to 4 within 3 %)
@@ -130,7 +132,9 @@ def choose_kernel(m: int, n: int, k: int, argmax: bool, wg_storage: int = 16384,
         if k <= SKINNY_K and n <= SKINNY_N:
             return "gemm_simple", {"ARGMAX": True, "KCONST": k, "WG": WG}
         kp = dict(TILE_SMALL, ARGMAX=True)
-        if ARGMAX_BY_TILE if by_tile is None else by_tile:
+        if ARGMAX_BY_TILE if by_tile is None else by_tile:  # the big tile where the plain GEMM
+            if m * n > (1 << 20) and min(m, n) >= 128:     # takes it (H200 4096^3: 9.11 ms
+                kp = dict(TILE, ARGMAX=True)               # against 64x64's 9.83)
             kp["AT"] = True
     elif k <= SKINNY_K and n <= SKINNY_N:
         return "gemm_skinny", {"K": k, "N": n, "WG": WG, "RPT": SKINNY_RPT,
@@ -168,10 +172,15 @@ def gemm(eng: Engine, a: np.ndarray, b: np.ndarray, sr: Semiring, c, argmax: boo
     code = semiring_code(sr, dt, special)
     kname, kp = choose_kernel(m, n, k, argmax, eng.limits.max_workgroup_storage)
     has_c = c is not None
-    pipe = eng.pipeline(kname, _key=(kname, code, tuple(kp.items()), has_c), **code.params(), **kp,
-                        HAS_C=has_c)
     item = dt.itemsize
     lim = eng.max_binding
+    split = (1, k)  # split-k (layers, k per layer): one GEMM whose big-tile grid is too small
+    if kname == "gemm_tiled" and not argmax and batch == 1 and sr.builtin:
+        split = passes.split_plan(m, n, k, lim, item)
+        if split[0] > 1:
+            kp = dict(passes.SPLIT_TILE, ARGMAX=False, SK=True)
+    pipe = None if split[0] > 1 else eng.pipeline(
+        kname, _key=(kname, code, tuple(kp.items()), has_c), **code.params(), **kp, HAS_C=has_c)
     wmax = eng.limits.max_workgroups_per_dim
     tiled = kname == "gemm_tiled"
     # batch entries per dispatch, rows and columns per block: every binding within the limit
@@ -222,9 +231,16 @@ def gemm(eng: Engine, a: np.ndarray, b: np.ndarray, sr: Semiring, c, argmax: boo
         a_bs = mm * k if ab.shape[0] > 1 else 0
         b_bs = k * nn if bbuf.shape[0] > 1 else 0
         c_bs = mm * nn if (cbk is not None and cbk.shape[0] > 1) else 0
-        cmds = [make_dispatch(eng, pipe, kname, kp, binds, mm, nn, k, nbat, a_bs, b_bs, c_bs)]
+        if split[0] > 1:  # whole, one batch entry
+            cmds, tmp = passes.splitk_commands(eng, code, kp, *split, binds, mm, nn, k, item)
+        else:
+            cmds = [make_dispatch(eng, pipe, kname, kp, binds, mm, nn, k, nbat, a_bs, b_bs, c_bs)]
+            tmp = []
         if kp.get("AT"):  # the argmax by k-tile's second pass (same bindings A, B, D, I)
-            cmds.append(argfix_dispatch(eng, code, kp, binds[:4], mm, nn, k, nbat, a_bs, b_bs))
+            more, tmp = passes.argfix_commands(eng, code, kp, binds[:4], mm, nn, k, nbat, a_bs,
+                                               b_bs)
+            cmds += more
+        bufs += tmp
         outs = [(dbuf, dt, (nbat, mm, nn))] + ([(ibuf, np.int32, (nbat, mm, nn))] if argmax else [])
         if keep and whole:  # the whole result in one block: it stays where the kernel wrote it,
             st = stats.record(eng, dbuf, dt, nbat * mm * nn)  # its facts computed beside it
@@ -260,10 +276,9 @@ def make_dispatch(eng: Engine, pipe, kname: str, kp: dict, binds, m: int, n: int
 
 def argfix_dispatch(eng: Engine, code: SemiringCode, kp: dict, binds, m: int, n: int, k: int,
                     nbat: int = 1, a_bs: int = 0, b_bs: int = 0):
-    """The second pass of an AT argmax (bindings A, B, D, I): each output's k inside its k-tile."""
-    pipe = eng.pipeline("gemm_argfix", **code.params(), BK=kp["BK"], WG=WG)
-    gx, gy, _ = eng.grid(-(-(m * n) // WG))
-    return eng.dispatch(pipe, binds, (gx, gy, nbat), pack_params(m, n, k, a_bs, b_bs, 0, m * n, gx))
+    """The second pass of an AT argmax reading B in place (bindings A, B, D, I); the backend
+    uses :func:`.gemm_passes.argfix_commands` (B transposed first)."""
+    return passes.argfix_dispatch(eng, code, kp, binds, m, n, k, nbat, a_bs, b_bs)
 
 
 def gemm_u64(eng: Engine, a, b, sr, c):

@@ -1,0 +1,101 @@
+"""The tiled GEMM's extra passes: the argmax by k-tile's second pass and split-k.
+
+``gemm_argfix`` finds each output's k inside its winning k-tile; with :data:`ARGFIX_BT` it reads
+B transposed (one ``gemm_transpose`` pass first), so that the tile's BK values of B's column are
+consecutive words, as A's row's are, instead of BK rows apart (one memory sector each).
+Split-k runs ``gemm_tiled`` with SK over S slices of k (a z layer of workgroups each, writing a
+partial D) and ``gemm_splitk`` folds the layers with ⊕: for grids too small to fill the device.
+Measured on an H200: benchmarks/results/wgpu_gemm_notes.md.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .engine import WG, Engine, pack_params
+
+#: gemm_argfix reads B transposed (False: B's column in place, BK scattered rows)
+ARGFIX_BT = True
+#: split-k: the tile, its workgroups resident at once (H200: 132 SMs x 2), most layers, least k
+#: per layer (the rule: :func:`split_plan`)
+SPLIT_TILE = {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "PF": 0}
+SPLIT_SLOTS = 264
+SPLIT_MAX = 8
+SPLIT_MIN_K = 64
+#: pairs (m * n * k) below which a GEMM never splits (a second dispatch costs more than it saves)
+SPLIT_MIN_WORK = 1 << 26
+
+
+def argfix_dispatch(eng: Engine, code, kp: dict, binds, m: int, n: int, k: int, nbat: int = 1,
+                    a_bs: int = 0, b_bs: int = 0, bt: bool = False):
+    """The second pass of an AT argmax (bindings A, B or B transposed, D, I)."""
+    vec = bt and k % 4 == 0 and kp["BK"] % 4 == 0
+    pipe = eng.pipeline("gemm_argfix", **code.params(), BK=kp["BK"], WG=WG, BT=bt, VEC=vec,
+                        AV=vec, BV=vec)
+    gx, gy, _ = eng.grid(-(-(m * n) // WG))
+    return eng.dispatch(pipe, binds, (gx, gy, nbat), pack_params(m, n, k, a_bs, b_bs, 0, m * n, gx))
+
+
+def argfix_commands(eng: Engine, code, kp: dict, binds, m: int, n: int, k: int, nbat: int = 1,
+                    a_bs: int = 0, b_bs: int = 0, bt: bool | None = None):
+    """The second pass's commands (bindings A, B, D, I) and the temporaries to release after
+    them; ``bt``: read B transposed (default :data:`ARGFIX_BT`; where the transpose's grid does
+    not fit one dispatch, B is read in place)."""
+    nb = nbat if b_bs else 1
+    wmax = eng.limits.max_workgroups_per_dim
+    if (ARGFIX_BT if bt is None else bt) and max(-(-n // 16), -(-k // 16), nb) <= wmax:
+        tb = eng.alloc(nb * k * n * 4)
+        pipe = eng.pipeline("gemm_transpose", T=code.T)
+        tr = eng.dispatch(pipe, [binds[1], tb.binding()], (-(-n // 16), -(-k // 16), nb),
+                          pack_params(k, n, b_bs, 0))
+        fix = argfix_dispatch(eng, code, kp, [binds[0], tb.binding(), binds[2], binds[3]],
+                              m, n, k, nbat, a_bs, b_bs, bt=True)
+        return [tr, fix], [tb]
+    return [argfix_dispatch(eng, code, kp, binds, m, n, k, nbat, a_bs, b_bs)], []
+
+
+def split_plan(m: int, n: int, k: int, lim: int, item: int, tile: dict | None = None,
+               layers: int | None = None) -> tuple[int, int]:
+    """(layers, k per layer) of a split-k GEMM, or (1, k) where the grid is big enough, k too
+    short or the partial layers beyond one binding; ``layers`` forces a count (benchmarks)."""
+    t = SPLIT_TILE if tile is None else tile
+    wgs = -(-m // t["BM"]) * -(-n // t["BN"])
+    s = layers
+    if s is None and (m * n * k < SPLIT_MIN_WORK or wgs >= 3 * SPLIT_SLOTS):
+        s = 1  # too little work for a second dispatch, or waves enough that the last matters little
+    if s is None:
+        counts = [c for c in (1, 2, 4, 8) if c <= SPLIT_MAX and (c == 1 or k >= c * SPLIT_MIN_K)]
+        if wgs < SPLIT_SLOTS // 2:  # under one workgroup an SM: as many layers as fit one wave
+            s = max(c for c in counts if c == 1 or wgs * c <= 1.1 * SPLIT_SLOTS)
+        else:  # the count whose last wave is fullest (more layers only where clearly fuller)
+            s, best = 1, 0.0
+            for c in counts:
+                waves = wgs * c / SPLIT_SLOTS
+                fill = waves / math.ceil(waves)
+                if fill > best * 1.02:
+                    s, best = c, fill
+    while s > 1 and s * m * n * item > lim:
+        s -= 1
+    if s <= 1:
+        return 1, k
+    per = -(-k // s)
+    ks = -(-per // t["BK"]) * t["BK"]  # whole k-tiles per layer
+    return -(-k // ks), ks
+
+
+def splitk_commands(eng: Engine, code, kp: dict, layers: int, ks: int, binds, m: int, n: int,
+                    k: int, item: int):
+    """Split-k's two passes (bindings A, B, D[, C]; ``kp`` a tile with SK) and the temporary."""
+    part = eng.alloc(layers * m * n * item)
+    pipe = eng.pipeline("gemm_tiled", **code.params(), **kp, HAS_C=False)
+    first = eng.dispatch(pipe, [binds[0], binds[1], part.binding()],
+                         (-(-n // kp["BN"]), -(-m // kp["BM"]), layers),
+                         pack_params(m, n, k, ks, ks * n, ks, m * n, 0))
+    has_c = len(binds) > 3
+    vec = (m * n) % 4 == 0
+    count = m * n // 4 if vec else m * n
+    red = eng.pipeline("gemm_splitk", **code.params(), S=layers, VEC=vec, HAS_C=has_c, WG=WG)
+    gx, gy, _ = eng.grid(-(-count // WG))
+    rb = [part.binding(), binds[2]] + ([binds[3]] if has_c else [])
+    second = eng.dispatch(red, rb, (gx, gy, 1), pack_params(count, count, gx, 0))
+    return [first, second], [part]
