@@ -408,6 +408,8 @@ sr_gemm(const typename SR::type* __restrict__ A, const typename SR::type* __rest
   static_assert(LA >= 1 && LB >= 1 && LA * 4 * NT == BM * BK && LB * 4 * NT == BN * BK,
                 "A and B slabs split evenly into 4-vectors over the threads");
   static_assert(TM % 4 == 0 && TN % 4 == 0 && BK % 4 == 0, "4-wide chunks");
+  static_assert((LA == 1 || NT % (BK / 4) == 0) && (LB == 1 || NT % (BN / 4) == 0),
+                "a thread's 4-vectors lie whole rows apart (the interior load path)");
   __shared__ __align__(16) T As[2][BK][BM];
   __shared__ __align__(16) T Bs[2][BK][BN];
   // the masked body's arrays and per-slab "wild operand" flag, where they fit the 48 KB of static
