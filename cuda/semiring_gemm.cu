@@ -708,6 +708,25 @@ __device__ __forceinline__ void small_k_epilogue(typename SR::type (&acc)[NV], i
   if (ARG) Out<int, NV>::store(IDX + off, id);
 }
 
+// The small-k kernels' common start: blockIdx.y's batch entry (operands with stride 0 broadcast)...
+#define PTG_SMALL_K_BATCH()      \
+  const i64 bz = blockIdx.y;     \
+  A += bz * sA;                  \
+  B += bz * sB;                  \
+  if (C) C += bz * sC;           \
+  D += bz * m * n;               \
+  if (ARG) IDX += bz * m * n
+// ...and the small operand (count elements from src, load_map applied) in dynamic shared memory.
+template <class SR>
+__device__ __forceinline__ const typename SR::type* stage_shared(const typename SR::type* src, i64 count) {
+  typedef typename SR::type T;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* s = reinterpret_cast<T*>(smem_raw);
+  for (i64 e = threadIdx.x; e < count; e += blockDim.x) s[e] = SR::load_map(src[e]);
+  __syncthreads();
+  return s;
+}
+
 // m >> n (n <= 64): B (k x n) in shared memory; thread = (row, NV columns), A's row read once
 // per thread through L1 (16-byte loads when vecA: k % 4 == 0 and A 16-byte aligned).
 template <class SR, bool ARG, int NV>
@@ -716,16 +735,8 @@ sr_gemm_skinny(const typename SR::type* __restrict__ A, const typename SR::type*
                const typename SR::type* __restrict__ C, typename SR::type* __restrict__ D,
                int* __restrict__ IDX, i64 m, i64 n, i64 k, i64 sA, i64 sB, i64 sC, int vecA) {
   typedef typename SR::type T;
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  T* Bs = reinterpret_cast<T*>(smem_raw);
-  const i64 bz = blockIdx.y;
-  A += bz * sA;
-  B += bz * sB;
-  if (C) C += bz * sC;
-  D += bz * m * n;
-  if (ARG) IDX += bz * m * n;
-  for (i64 e = threadIdx.x; e < k * n; e += blockDim.x) Bs[e] = SR::load_map(B[e]);
-  __syncthreads();
+  PTG_SMALL_K_BATCH();
+  const T* Bs = stage_shared<SR>(B, k * n);
   const i64 g = n / NV, total = m * g;
   const bool narrow = total + (i64)gridDim.x * blockDim.x < (1LL << 31);
   for (i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += (i64)gridDim.x * blockDim.x) {
@@ -780,16 +791,8 @@ sr_gemm_wide(const typename SR::type* __restrict__ A, const typename SR::type* _
              const typename SR::type* __restrict__ C, typename SR::type* __restrict__ D,
              int* __restrict__ IDX, i64 m, i64 n, i64 k, i64 sA, i64 sB, i64 sC) {
   typedef typename SR::type T;
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  T* As = reinterpret_cast<T*>(smem_raw);
-  const i64 bz = blockIdx.y;
-  A += bz * sA;
-  B += bz * sB;
-  if (C) C += bz * sC;
-  D += bz * m * n;
-  if (ARG) IDX += bz * m * n;
-  for (i64 e = threadIdx.x; e < m * k; e += blockDim.x) As[e] = SR::load_map(A[e]);
-  __syncthreads();
+  PTG_SMALL_K_BATCH();
+  const T* As = stage_shared<SR>(A, m * k);
   const i64 g = n / NV;
   for (i64 cg = (i64)blockIdx.x * blockDim.x + threadIdx.x; cg < g; cg += (i64)gridDim.x * blockDim.x) {
     const i64 col = cg * NV;
@@ -830,6 +833,8 @@ sr_gemm_wide(const typename SR::type* __restrict__ A, const typename SR::type* _
     }
   }
 }
+
+#undef PTG_SMALL_K_BATCH
 
 // Flags operands the DPX path cannot take exactly: any x != zero with |x| >= 2^28.
 __global__ void dpx_range_check(const int* __restrict__ x, i64 size, int zero, int* __restrict__ flag) {
