@@ -55,6 +55,13 @@ __device__ __forceinline__ long long sat_add(long long a, long long b) {
   if (((a ^ r) & (b ^ r)) < 0) return a < 0 ? Lim<long long>::lo() : Lim<long long>::hi();
   return r;
 }
+// a * u + b as an IMAD: with u == 1 at run time (read from shared memory, so ptxas cannot fold
+// it) the sum goes to the FMA pipe instead of the ALU pipe that every DPX instruction needs
+__device__ __forceinline__ int imad(int a, int u, int b) {
+  int r;
+  asm("mad.lo.s32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(u), "r"(b));
+  return r;
+}
 __device__ __forceinline__ float plain_add(float a, float b) { return a + b; }
 __device__ __forceinline__ double plain_add(double a, double b) { return a + b; }
 __device__ __forceinline__ int plain_add(int a, int b) { return (int)((unsigned)a + (unsigned)b); }
@@ -83,6 +90,8 @@ template <typename T> __device__ __forceinline__ T gtimes(T a, T b, T z) {
 template <typename T> struct IsFloat { static constexpr bool value = false; };
 template <> struct IsFloat<float> { static constexpr bool value = true; };
 template <> struct IsFloat<double> { static constexpr bool value = true; };
+template <typename T> struct IsInt32 { static constexpr bool value = false; };
+template <> struct IsInt32<int> { static constexpr bool value = true; };
 
 // Guard hoisting (the tiled kernel): an integer plus or a times needs a per-term guard
 // (`a == zero || b == zero`, saturation), but a k-slab whose operands all pass `fast_ok` gives the
@@ -108,6 +117,13 @@ template <typename T, class D> struct Base {
     return D::fma(D::fma(acc, a0, b0), a1, b1);
   }
   __device__ __forceinline__ static bool fast_ok(T) { return true; }
+  // kMask: a third slab body for operands that are the zero or pass fast_ok (see TropPlus)
+  static constexpr bool kMask = false;
+  __device__ __forceinline__ static bool mask_ok(T) { return true; }
+  __device__ __forceinline__ static T mask_of(T x) { return x; }
+  __device__ __forceinline__ static T fma2_mask(T acc, T a0, T b0, T, T, T a1, T b1, T, T, T) {
+    return D::fma2(acc, a0, b0, a1, b1);
+  }
   __device__ __forceinline__ static T fma_fast(T acc, T a, T b) { return D::fma(acc, a, b); }
   __device__ __forceinline__ static T fma(T acc, T a, T b) { return D::add(acc, D::mul(a, b)); }
   __device__ __forceinline__ static T load_map(T x) { return x; }
@@ -117,58 +133,59 @@ template <typename T, class D> struct Base {
   __device__ __forceinline__ static bool better(T v, T acc) { return D::add(v, acc) == v && v != acc; }
 };
 
-template <typename T> struct MinPlus : Base<T, MinPlus<T> > {
-  __device__ __forceinline__ static T zero() { return Lim<T>::hi(); }
+// min_plus (MAX false) / max_plus (MAX true). int32 has a third slab body besides the DPX one and
+// the guarded one (kMask): a slab whose operands are all the zero or |x| < 2^30 runs
+// fma2_mask on the raw values plus masks built once per element in the shared-memory store
+// (mask_of: the zero -> the zero, anything else -> the other extreme). The wrapped sum a + b is
+// clamped by both masks in one 3-input DPX instruction, so a term with the zero is exactly the
+// zero (the identity of ⊕, it never wins) and any other term is the exact sum (no wrap below 2^30).
+template <typename T, bool MAX> struct TropPlus : Base<T, TropPlus<T, MAX> > {
+  __device__ __forceinline__ static T zero() { return MAX ? Lim<T>::lo() : Lim<T>::hi(); }
   __device__ __forceinline__ static T one() { return (T)0; }
-  __device__ __forceinline__ static T add(T x, T y) { return vmin(x, y); }
+  __device__ __forceinline__ static T add(T x, T y) { return MAX ? vmax(x, y) : vmin(x, y); }
   __device__ __forceinline__ static T mul(T a, T b) { return gplus(a, b, zero()); }
-  __device__ __forceinline__ static bool better(T v, T acc) { return v < acc; }
+  __device__ __forceinline__ static bool better(T v, T acc) { return MAX ? v > acc : v < acc; }
   static constexpr bool kSplit = !IsFloat<T>::value;
   __device__ __forceinline__ static bool fast_ok(T x) {
     if constexpr (IsFloat<T>::value) return true; else return plus_fast_ok(x);
   }
   __device__ __forceinline__ static T fma_fast(T acc, T a, T b) {
-    if constexpr (IsFloat<T>::value) return vmin(acc, a + b); else return fast_min_plus(acc, a, b);
+    if constexpr (IsFloat<T>::value) return add(acc, a + b);
+    else return MAX ? fast_max_plus(acc, a, b) : fast_min_plus(acc, a, b);
+  }
+  static constexpr bool kMask = IsInt32<T>::value;
+  __device__ __forceinline__ static bool mask_ok(T x) { return x == zero() || fast_ok(x); }
+  __device__ __forceinline__ static T mask_of(T x) {
+    return x == zero() ? zero() : MAX ? Lim<T>::hi() : Lim<T>::lo();
+  }
+  __device__ __forceinline__ static T fma2_mask(T acc, T a0, T b0, T m0, T n0, T a1, T b1, T m1, T n1,
+                                                 T u) {
+    if constexpr (IsInt32<T>::value) {
+      const int s0 = imad(a0, u, b0), s1 = imad(a1, u, b1);
+      return MAX ? __vimax3_s32(acc, __vimin3_s32(s0, m0, n0), __vimin3_s32(s1, m1, n1))
+                 : __vimin3_s32(acc, __vimax3_s32(s0, m0, n0), __vimax3_s32(s1, m1, n1));
+    } else {
+      return Base<T, TropPlus<T, MAX> >::fma2(acc, a0, b0, a1, b1);
+    }
   }
 };
-template <typename T> struct MaxPlus : Base<T, MaxPlus<T> > {
-  __device__ __forceinline__ static T zero() { return Lim<T>::lo(); }
-  __device__ __forceinline__ static T one() { return (T)0; }
-  __device__ __forceinline__ static T add(T x, T y) { return vmax(x, y); }
-  __device__ __forceinline__ static T mul(T a, T b) { return gplus(a, b, zero()); }
-  __device__ __forceinline__ static bool better(T v, T acc) { return v > acc; }
-  static constexpr bool kSplit = !IsFloat<T>::value;
-  __device__ __forceinline__ static bool fast_ok(T x) {
-    if constexpr (IsFloat<T>::value) return true; else return plus_fast_ok(x);
-  }
-  __device__ __forceinline__ static T fma_fast(T acc, T a, T b) {
-    if constexpr (IsFloat<T>::value) return vmax(acc, a + b); else return fast_max_plus(acc, a, b);
-  }
-};
-template <typename T> struct MinTimes : Base<T, MinTimes<T> > {
-  __device__ __forceinline__ static T zero() { return Lim<T>::hi(); }
+template <typename T> using MinPlus = TropPlus<T, false>;
+template <typename T> using MaxPlus = TropPlus<T, true>;
+// min_times / max_times: a slab without the zero runs the plain product (fma_fast)
+template <typename T, bool MAX> struct TropTimes : Base<T, TropTimes<T, MAX> > {
+  __device__ __forceinline__ static T zero() { return MAX ? Lim<T>::lo() : Lim<T>::hi(); }
   __device__ __forceinline__ static T one() { return (T)1; }
-  __device__ __forceinline__ static T add(T x, T y) { return vmin(x, y); }
+  __device__ __forceinline__ static T add(T x, T y) { return MAX ? vmax(x, y) : vmin(x, y); }
   __device__ __forceinline__ static T mul(T a, T b) { return gtimes(a, b, zero()); }
   static constexpr bool kSplit = true;
   __device__ __forceinline__ static bool fast_ok(T x) { return x != zero(); }
-  __device__ __forceinline__ static T fma_fast(T acc, T a, T b) { return vmin(acc, plain_mul(a, b)); }
-  __device__ __forceinline__ static bool better(T v, T acc) { return v < acc; }
+  __device__ __forceinline__ static T fma_fast(T acc, T a, T b) { return add(acc, plain_mul(a, b)); }
+  __device__ __forceinline__ static bool better(T v, T acc) { return MAX ? v > acc : v < acc; }
 };
-template <typename T> struct MaxTimes : Base<T, MaxTimes<T> > {
-  __device__ __forceinline__ static T zero() { return Lim<T>::lo(); }
-  __device__ __forceinline__ static T one() { return (T)1; }
-  __device__ __forceinline__ static T add(T x, T y) { return vmax(x, y); }
-  __device__ __forceinline__ static T mul(T a, T b) { return gtimes(a, b, zero()); }
-  static constexpr bool kSplit = true;
-  __device__ __forceinline__ static bool fast_ok(T x) { return x != zero(); }
-  __device__ __forceinline__ static T fma_fast(T acc, T a, T b) { return vmax(acc, plain_mul(a, b)); }
-  __device__ __forceinline__ static bool better(T v, T acc) { return v > acc; }
-};
+template <typename T> using MinTimes = TropTimes<T, false>;
+template <typename T> using MaxTimes = TropTimes<T, true>;
 // min/max (both ⊕ and ⊗ on the ALU pipe's half-rate FMNMX/IMNMX): on int32, two terms fold with
 // Hopper's 3-input __vimin3_s32 / __vimax3_s32 (emulated before sm_90): 3 instructions for 2 terms.
-template <typename T> struct IsInt32 { static constexpr bool value = false; };
-template <> struct IsInt32<int> { static constexpr bool value = true; };
 template <typename T> struct MinMax : Base<T, MinMax<T> > {
   __device__ __forceinline__ static T zero() { return Lim<T>::hi(); }
   __device__ __forceinline__ static T one() { return Lim<T>::lo(); }
@@ -245,26 +262,24 @@ template <typename T> struct BxorBand : Base<T, BxorBand<T> > {
 // instruction; emulated before sm_90). Exact only when the host has checked that every operand
 // other than the zero satisfies |x| < 2^28: the zero is mapped on load to the sentinel -2^30
 // (max) or 2^30 - 1 (min), so no sum wraps, every sum involving a zero lies below -2^29 (above 2^29 for min) and maps back.
-struct MaxPlusDpx : Base<int, MaxPlusDpx> {
-  __device__ __forceinline__ static int zero() { return Lim<int>::lo(); }
+template <bool MAX> struct PlusDpx : Base<int, PlusDpx<MAX> > {
+  __device__ __forceinline__ static int zero() { return MAX ? Lim<int>::lo() : Lim<int>::hi(); }
   __device__ __forceinline__ static int one() { return 0; }
-  __device__ __forceinline__ static int add(int x, int y) { return max(x, y); }
+  __device__ __forceinline__ static int add(int x, int y) { return MAX ? max(x, y) : min(x, y); }
   __device__ __forceinline__ static int mul(int a, int b) { return a + b; }
-  __device__ __forceinline__ static int fma(int acc, int a, int b) { return __viaddmax_s32(a, b, acc); }
-  __device__ __forceinline__ static int load_map(int x) { return x == zero() ? -(1 << 30) : x; }
-  __device__ __forceinline__ static int store_map(int x) { return x < -(1 << 29) ? zero() : x; }
-  __device__ __forceinline__ static bool better(int v, int acc) { return v > acc; }
+  __device__ __forceinline__ static int fma(int acc, int a, int b) {
+    return MAX ? __viaddmax_s32(a, b, acc) : __viaddmin_s32(a, b, acc);
+  }
+  __device__ __forceinline__ static int load_map(int x) {
+    return x != zero() ? x : MAX ? -(1 << 30) : (1 << 30) - 1;
+  }
+  __device__ __forceinline__ static int store_map(int x) {
+    return (MAX ? x < -(1 << 29) : x > (1 << 29)) ? zero() : x;
+  }
+  __device__ __forceinline__ static bool better(int v, int acc) { return MAX ? v > acc : v < acc; }
 };
-struct MinPlusDpx : Base<int, MinPlusDpx> {
-  __device__ __forceinline__ static int zero() { return Lim<int>::hi(); }
-  __device__ __forceinline__ static int one() { return 0; }
-  __device__ __forceinline__ static int add(int x, int y) { return min(x, y); }
-  __device__ __forceinline__ static int mul(int a, int b) { return a + b; }
-  __device__ __forceinline__ static int fma(int acc, int a, int b) { return __viaddmin_s32(a, b, acc); }
-  __device__ __forceinline__ static int load_map(int x) { return x == zero() ? (1 << 30) - 1 : x; }
-  __device__ __forceinline__ static int store_map(int x) { return x > (1 << 29) ? zero() : x; }
-  __device__ __forceinline__ static bool better(int v, int acc) { return v < acc; }
-};
+typedef PlusDpx<true> MaxPlusDpx;
+typedef PlusDpx<false> MinPlusDpx;
 
 // ---------------------------------------------------------------------------- vector loads
 // 4 consecutive elements; the caller guarantees 16-byte alignment.
@@ -314,13 +329,40 @@ PTG_V4_64(unsigned long long, ulonglong2)
 // terms from global memory and takes the first k whose term equals the best: the same (value,
 // smallest k) as a per-term strict comparison, since that first k lies in the first slab that
 // reached the final value.
-template <class SR, bool FAST, int BK, int BM, int BN, int TM, int TN>
+// MODE: 0 the guarded fma, 1 fma_fast (kSplit), 2 fma2_mask with the masks Am / Bm (kMask).
+template <class SR, int MODE, int BK, int BM, int BN, int TM, int TN>
 __device__ __forceinline__ void slab_mma(typename SR::type (&acc)[TM][TN],
                                          const typename SR::type (&As)[BK][BM],
-                                         const typename SR::type (&Bs)[BK][BN], int ty, int tx) {
+                                         const typename SR::type (&Bs)[BK][BN],
+                                         const typename SR::type* Am, const typename SR::type* Bm,
+                                         typename SR::type u, int ty, int tx) {
   typedef typename SR::type T;
   constexpr int CM = TM / 4, CN = TN / 4, SM = BM / CM, SN = BN / CN;
-  if constexpr (SR::kPair) {  // two k at a time: one 3-input fold per output
+  if constexpr (MODE == 2) {  // two k at a time, values and masks
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += 2) {
+      T a[2][TM], b[2][TN], ma[2][TM], mb[2][TN];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+#pragma unroll
+        for (int c = 0; c < CM; ++c) {
+          V4<T>::load(&As[kk + h][c * SM + ty * 4], a[h] + 4 * c);
+          V4<T>::load(Am + (kk + h) * BM + c * SM + ty * 4, ma[h] + 4 * c);
+        }
+#pragma unroll
+        for (int c = 0; c < CN; ++c) {
+          V4<T>::load(&Bs[kk + h][c * SN + tx * 4], b[h] + 4 * c);
+          V4<T>::load(Bm + (kk + h) * BN + c * SN + tx * 4, mb[h] + 4 * c);
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j)
+          acc[i][j] = SR::fma2_mask(acc[i][j], a[0][i], b[0][j], ma[0][i], mb[0][j], a[1][i], b[1][j],
+                                    ma[1][i], mb[1][j], u);
+    }
+  } else if constexpr (SR::kPair) {  // two k at a time: one 3-input fold per output
 #pragma unroll
     for (int kk = 0; kk < BK; kk += 2) {
       T a[2][TM], b[2][TN];
@@ -348,7 +390,7 @@ __device__ __forceinline__ void slab_mma(typename SR::type (&acc)[TM][TN],
       for (int i = 0; i < TM; ++i)
 #pragma unroll
         for (int j = 0; j < TN; ++j)
-          acc[i][j] = FAST ? SR::fma_fast(acc[i][j], a[i], b[j]) : SR::fma(acc[i][j], a[i], b[j]);
+          acc[i][j] = MODE == 1 ? SR::fma_fast(acc[i][j], a[i], b[j]) : SR::fma(acc[i][j], a[i], b[j]);
     }
   }
 }
@@ -366,8 +408,17 @@ sr_gemm(const typename SR::type* __restrict__ A, const typename SR::type* __rest
   static_assert(LA >= 1 && LB >= 1 && LA * 4 * NT == BM * BK && LB * 4 * NT == BN * BK,
                 "A and B slabs split evenly into 4-vectors over the threads");
   static_assert(TM % 4 == 0 && TN % 4 == 0 && BK % 4 == 0, "4-wide chunks");
+  static_assert((LA == 1 || NT % (BK / 4) == 0) && (LB == 1 || NT % (BN / 4) == 0),
+                "a thread's 4-vectors lie whole rows apart (the interior load path)");
   __shared__ __align__(16) T As[2][BK][BM];
   __shared__ __align__(16) T Bs[2][BK][BN];
+  // the masked body's arrays and per-slab "wild operand" flag, where they fit the 48 KB of static
+  // shared memory beside As / Bs (the 128x128x16 and 128x256x16 tiles keep the guarded body)
+  constexpr bool MK = SR::kMask && 4 * BK * (BM + BN) * sizeof(T) <= 48 * 1024 - 64;
+  __shared__ __align__(16) T Am[MK ? 2 : 1][MK ? BK : 1][MK ? BM : 4];
+  __shared__ __align__(16) T Bm[MK ? 2 : 1][MK ? BK : 1][MK ? BN : 4];
+  __shared__ i64 wild_at[2];
+  __shared__ T unit;  // the one of integer multiplication, for imad
 
   const int tid = threadIdx.x;
   const int tx = tid % NX, ty = tid / NX;
@@ -389,7 +440,25 @@ sr_gemm(const typename SR::type* __restrict__ A, const typename SR::type* __rest
 
   // vector q of this thread: A row (e / (BK/4)), k offset 4 (e % (BK/4)); B k-row (e / (BN/4)),
   // column 4 (e % (BN/4)), with e = tid + q * NT.
+  // interior block (every row and column inside, 16-byte loads): a full slab needs no bound tests
+  // (pa, pb: this thread's first 4-vectors of the next slab, advanced by every load; the others
+  // lie a fixed distance after them)
+  const bool inside = vec && m0 + BM <= m && n0 + BN <= n;
+  const T* pa = A + (m0 + tid / (BK / 4)) * k + (tid % (BK / 4)) * 4 + kb;
+  const T* pb = B + (kb + tid / (BN / 4)) * n + n0 + (tid % (BN / 4)) * 4;
+  const i64 step_b = BK * n;
   auto load = [&](i64 k0) {
+    const T* a0 = pa;
+    const T* b0 = pb;
+    pa += BK;
+    pb += step_b;
+    if (inside && k0 + BK <= ke) {
+#pragma unroll
+      for (int q = 0; q < LA; ++q) V4<T>::load(a0 + q * (NT / (BK / 4)) * k, ra[q]);
+#pragma unroll
+      for (int q = 0; q < LB; ++q) V4<T>::load(b0 + q * (NT / (BN / 4)) * n, rb[q]);
+      return;
+    }
 #pragma unroll
     for (int q = 0; q < LA; ++q) {
       const int e = tid + q * NT;
@@ -419,9 +488,11 @@ sr_gemm(const typename SR::type* __restrict__ A, const typename SR::type* __rest
       }
     }
   };
-  // writes the prefetched slab to shared buffer buf; true when every operand passes fast_ok
-  auto store = [&](int buf) {
-    bool ok = true;
+  // writes the prefetched slab k0 to shared buffer buf; true when every operand passes fast_ok.
+  // kMask: also the masks, and wild_at[buf] = k0 when an operand fails mask_ok (a flag without a
+  // reset: stale equal values only send a slab to the guarded body, which is exact anyway)
+  auto store = [&](int buf, i64 k0) {
+    bool ok = true, wild = false;
 #pragma unroll
     for (int q = 0; q < LA; ++q) {
       const int e = tid + q * NT, r = e / (BK / 4), c = (e % (BK / 4)) * 4;
@@ -430,6 +501,10 @@ sr_gemm(const typename SR::type* __restrict__ A, const typename SR::type* __rest
         const T v = SR::load_map(ra[q][j]);
         if (SR::kSplit) ok = ok && SR::fast_ok(v);
         As[buf][c + j][r] = v;
+        if constexpr (MK) {
+          wild = wild || !SR::mask_ok(v);
+          Am[buf][c + j][r] = SR::mask_of(v);
+        }
       }
     }
 #pragma unroll
@@ -440,15 +515,37 @@ sr_gemm(const typename SR::type* __restrict__ A, const typename SR::type* __rest
         const T v = SR::load_map(rb[q][j]);
         if (SR::kSplit) ok = ok && SR::fast_ok(v);
         Bs[buf][r][c + j] = v;
+        if constexpr (MK) {
+          wild = wild || !SR::mask_ok(v);
+          Bm[buf][r][c + j] = SR::mask_of(v);
+        }
       }
     }
+    if (MK && wild) wild_at[buf] = k0;
     return ok;
   };
-  auto sync = [&](bool ok) -> bool {
-    if constexpr (SR::kSplit) return __syncthreads_and(ok);
+  // the slab body for buffer buf holding slab k0: 1 fast, 2 masked, 0 guarded
+  auto sync = [&](bool ok, int buf, i64 k0) -> int {
+    if constexpr (SR::kSplit) {
+      if (__syncthreads_and(ok)) return 1;
+      return MK && wild_at[buf] != k0 ? 2 : 0;
+    }
     __syncthreads();
-    return false;
+    return 0;
   };
+  if constexpr (MK) {
+    if (tid == 0) {
+      wild_at[0] = wild_at[1] = -1;
+      unit = (T)1;
+    }
+    __syncthreads();
+  }
+  T u = T();
+  if constexpr (MK) {  // an opaque load: neither NVVM nor ptxas may fold u == 1 into the sums
+    int v;
+    asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"((unsigned)__cvta_generic_to_shared(&unit)));
+    u = (T)v;
+  }
 
   T acc[TM][TN];
   T sacc[ARG ? TM : 1][ARG ? TN : 1];
@@ -462,8 +559,16 @@ sr_gemm(const typename SR::type* __restrict__ A, const typename SR::type* __rest
     }
 
   load(kb);
-  bool fast = sync(store(0));
+  int mode = sync(store(0, kb), 0, kb);
   int cur = 0;
+  // one slab into a (acc, or sacc with argmax) with the body the block chose
+  auto mma = [&](T (&a)[TM][TN]) {
+    const T* am = MK ? &Am[MK ? cur : 0][0][0] : nullptr;
+    const T* bm = MK ? &Bm[MK ? cur : 0][0][0] : nullptr;
+    if (SR::kSplit && mode == 1) slab_mma<SR, 1, BK, BM, BN, TM, TN>(a, As[cur], Bs[cur], am, bm, u, ty, tx);
+    else if (MK && mode == 2) slab_mma<SR, MK ? 2 : 0, BK, BM, BN, TM, TN>(a, As[cur], Bs[cur], am, bm, u, ty, tx);
+    else slab_mma<SR, 0, BK, BM, BN, TM, TN>(a, As[cur], Bs[cur], am, bm, u, ty, tx);
+  };
   for (i64 k0 = kb; k0 < ke; k0 += BK) {
     const bool next = k0 + BK < ke;
     if (next) load(k0 + BK);
@@ -472,8 +577,7 @@ sr_gemm(const typename SR::type* __restrict__ A, const typename SR::type* __rest
       for (int i = 0; i < TM; ++i)
 #pragma unroll
         for (int j = 0; j < TN; ++j) sacc[i][j] = SR::acc_init();
-      if (SR::kSplit && fast) slab_mma<SR, true, BK, BM, BN, TM, TN>(sacc, As[cur], Bs[cur], ty, tx);
-      else slab_mma<SR, false, BK, BM, BN, TM, TN>(sacc, As[cur], Bs[cur], ty, tx);
+      mma(sacc);
 #pragma unroll
       for (int i = 0; i < TM; ++i)
 #pragma unroll
@@ -483,11 +587,10 @@ sr_gemm(const typename SR::type* __restrict__ A, const typename SR::type* __rest
             win[i][j] = (int)k0;
           }
     } else {
-      if (SR::kSplit && fast) slab_mma<SR, true, BK, BM, BN, TM, TN>(acc, As[cur], Bs[cur], ty, tx);
-      else slab_mma<SR, false, BK, BM, BN, TM, TN>(acc, As[cur], Bs[cur], ty, tx);
+      mma(acc);
     }
     if (next) {
-      fast = sync(store(cur ^ 1));
+      mode = sync(store(cur ^ 1, k0 + BK), cur ^ 1, k0 + BK);
       cur ^= 1;
     }
   }
@@ -605,6 +708,25 @@ __device__ __forceinline__ void small_k_epilogue(typename SR::type (&acc)[NV], i
   if (ARG) Out<int, NV>::store(IDX + off, id);
 }
 
+// The small-k kernels' common start: blockIdx.y's batch entry (operands with stride 0 broadcast)...
+#define PTG_SMALL_K_BATCH()      \
+  const i64 bz = blockIdx.y;     \
+  A += bz * sA;                  \
+  B += bz * sB;                  \
+  if (C) C += bz * sC;           \
+  D += bz * m * n;               \
+  if (ARG) IDX += bz * m * n
+// ...and the small operand (count elements from src, load_map applied) in dynamic shared memory.
+template <class SR>
+__device__ __forceinline__ const typename SR::type* stage_shared(const typename SR::type* src, i64 count) {
+  typedef typename SR::type T;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* s = reinterpret_cast<T*>(smem_raw);
+  for (i64 e = threadIdx.x; e < count; e += blockDim.x) s[e] = SR::load_map(src[e]);
+  __syncthreads();
+  return s;
+}
+
 // m >> n (n <= 64): B (k x n) in shared memory; thread = (row, NV columns), A's row read once
 // per thread through L1 (16-byte loads when vecA: k % 4 == 0 and A 16-byte aligned).
 template <class SR, bool ARG, int NV>
@@ -613,16 +735,8 @@ sr_gemm_skinny(const typename SR::type* __restrict__ A, const typename SR::type*
                const typename SR::type* __restrict__ C, typename SR::type* __restrict__ D,
                int* __restrict__ IDX, i64 m, i64 n, i64 k, i64 sA, i64 sB, i64 sC, int vecA) {
   typedef typename SR::type T;
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  T* Bs = reinterpret_cast<T*>(smem_raw);
-  const i64 bz = blockIdx.y;
-  A += bz * sA;
-  B += bz * sB;
-  if (C) C += bz * sC;
-  D += bz * m * n;
-  if (ARG) IDX += bz * m * n;
-  for (i64 e = threadIdx.x; e < k * n; e += blockDim.x) Bs[e] = SR::load_map(B[e]);
-  __syncthreads();
+  PTG_SMALL_K_BATCH();
+  const T* Bs = stage_shared<SR>(B, k * n);
   const i64 g = n / NV, total = m * g;
   const bool narrow = total + (i64)gridDim.x * blockDim.x < (1LL << 31);
   for (i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += (i64)gridDim.x * blockDim.x) {
@@ -668,25 +782,17 @@ sr_gemm_skinny(const typename SR::type* __restrict__ A, const typename SR::type*
   }
 }
 
-// n >> m (m <= 16): A (m x k) in shared memory; thread = NV columns of every row, each B element
-// read once (16-byte loads when NV = 4).
-template <class SR, bool ARG, int NV>
+// n >> m (m <= MM, MM = 16 or 4): A (m x k) in shared memory; thread = NV columns of every row,
+// each B element read once (16-byte loads when NV = 4). MM = 4 holds a quarter of the accumulators
+// (more resident warps, more loads in flight: the kernel is bound by bytes in flight).
+template <class SR, bool ARG, int NV, int MM = 16>
 __global__ void __launch_bounds__(256)
 sr_gemm_wide(const typename SR::type* __restrict__ A, const typename SR::type* __restrict__ B,
              const typename SR::type* __restrict__ C, typename SR::type* __restrict__ D,
              int* __restrict__ IDX, i64 m, i64 n, i64 k, i64 sA, i64 sB, i64 sC) {
   typedef typename SR::type T;
-  constexpr int MM = 16;
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  T* As = reinterpret_cast<T*>(smem_raw);
-  const i64 bz = blockIdx.y;
-  A += bz * sA;
-  B += bz * sB;
-  if (C) C += bz * sC;
-  D += bz * m * n;
-  if (ARG) IDX += bz * m * n;
-  for (i64 e = threadIdx.x; e < m * k; e += blockDim.x) As[e] = SR::load_map(A[e]);
-  __syncthreads();
+  PTG_SMALL_K_BATCH();
+  const T* As = stage_shared<SR>(A, m * k);
   const i64 g = n / NV;
   for (i64 cg = (i64)blockIdx.x * blockDim.x + threadIdx.x; cg < g; cg += (i64)gridDim.x * blockDim.x) {
     const i64 col = cg * NV;
@@ -696,6 +802,7 @@ sr_gemm_wide(const typename SR::type* __restrict__ A, const typename SR::type* _
     for (int i = 0; i < MM; ++i)
 #pragma unroll
       for (int j = 0; j < NV; ++j) { acc[i][j] = SR::acc_init(); if (ARG) id[ARG ? i : 0][j] = -1; }
+#pragma unroll 4
     for (int kk = 0; kk < (int)k; ++kk) {
       T bv[NV];
       if (NV == 4) V4<T>::load(B + kk * n + col, bv);
@@ -726,6 +833,8 @@ sr_gemm_wide(const typename SR::type* __restrict__ A, const typename SR::type* _
     }
   }
 }
+
+#undef PTG_SMALL_K_BATCH
 
 // Flags operands the DPX path cannot take exactly: any x != zero with |x| >= 2^28.
 __global__ void dpx_range_check(const int* __restrict__ x, i64 size, int zero, int* __restrict__ flag) {

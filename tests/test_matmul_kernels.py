@@ -1,7 +1,7 @@
-"""Semiring GEMM on shapes that cross each kernel family's choice in the WGSL backend (skinny rows
-read/written as vec4 or not, the wide kernel for few rows and n a multiple of 4 or not, the big tile
-with partial tiles), with ``c`` and batches, against the independent reference; every backend runs
-them (on cpu and cuda they are simply more shapes)."""
+"""Semiring GEMM on shapes that cross each kernel family's choice in the WGSL and CUDA backends
+(skinny rows read/written as vec4 or not, the wide kernel for few rows and n a multiple of 4 or not,
+the big tile with partial tiles, CUDA's int32 plus slab bodies), with ``c`` and batches, against the
+independent reference; every backend runs them (on cpu they are simply more shapes)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,9 @@ SHAPES = [
     (3, 7, 1000),  # wide: m and k small, n a multiple of 4
     (16, 16, 68),  # wide at its largest m and k
     (4, 4, 1001),  # wide excluded (n not a multiple of 4): tiled
+    (3, 5, 2048),  # cuda's wide kernel (n >= 1024) with 4 accumulator rows (m <= 4)
+    (9, 6, 1028),  # cuda's wide kernel with 16 rows
+    (4, 3, 1030),  # cuda's 4-row wide kernel, one column a thread (n not a multiple of 4)
 ]
 
 
@@ -133,3 +136,34 @@ def test_split_k(backend, rng, monkeypatch, name, dtype, shape):
     c = rand(rng, (m, n), dtype, special)
     check(tg.matmul(a, b, name, backend=backend), ref_matmul(a, b, name)[0], dtype, name)
     check(tg.matmul(a, b, name, c=c, backend=backend), ref_matmul(a, b, name, c)[0], dtype, name)
+
+
+I32 = np.iinfo(np.int32)
+
+
+@pytest.mark.parametrize("wild", [False, True], ids=["zero_or_2^30", "wild_slabs"])
+@pytest.mark.parametrize("name", ["max_plus", "min_plus"])
+def test_int32_plus_zero_in_every_k_slab(backend, rng, name, wild):
+    """int32 plus with the semiring zero in every k-slab and the other operands up to 2^30 - 1 in
+    magnitude, beyond the DPX kernel's 2^28 (cuda: the masked slab body; ``wild``: some slabs also
+    hold INT_MIN + 1, INT_MAX - 1 or +-2^30, which take the guarded body), sums at both ends of the
+    int32 range, a row with no term at all; values, argmax (smallest k on ties) and ``c``."""
+    zero = I32.min if name == "max_plus" else I32.max
+    m, k, n = 150, 140, 133
+    pool = np.array([2**30 - 1, -(2**30 - 1), 2**29, -(2**29), 2**28 + 5, 7, -7, 0], np.int64)
+    a = rng.choice(pool, (m, k)).astype(np.int32)
+    b = rng.choice(pool, (k, n)).astype(np.int32)
+    a[:, ::7] = zero
+    a[rng.random((m, k)) < 0.05] = zero
+    b[rng.random((k, n)) < 0.08] = zero
+    a[1] = zero
+    if wild:
+        a[2, 9], a[3, 50], b[70, 4], b[130, 5] = I32.min + 1, I32.max - 1, 2**30, -(2**30)
+    c = rng.choice(pool, (m, n)).astype(np.int32)
+    c[rng.random((m, n)) < 0.1] = zero
+    for cc in (None, c):
+        got, idx = tg.matmul(a, b, name, c=cc, return_argmax=True, backend=backend)
+        want, want_idx = ref_matmul(a, b, name, cc)
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(idx, want_idx)
+        np.testing.assert_array_equal(tg.matmul(a, b, name, c=cc, backend=backend), want)

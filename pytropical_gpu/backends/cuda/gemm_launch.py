@@ -4,7 +4,8 @@ which kernel a shape gets (:func:`plan`, pure, so tests and benchmarks can ask i
 * k <= ``SMALL_K`` with n <= 16: ``sr_gemm_skinny``, B in shared memory, a thread per row and 1
   or 4 columns (for 16 < n <= 64 the tiles measured faster: benchmarks/results/gemm_cuda_notes.md);
   k <= ``SMALL_K`` with m <= ``WIDE_M`` and n >= ``WIDE_N``: ``sr_gemm_wide``, A in shared memory,
-  a thread per 1 or 4 columns of every row. Both are bandwidth kernels (no tile padding).
+  a thread per 1 or 4 columns of every row (the 4-row instantiation "wide*m4" when m <= 4).
+  Both are bandwidth kernels (no tile padding).
 * otherwise the tiled ``sr_gemm``: "big" when the output tiles fill the SMs, else "small"; when
   even those leave SMs idle and k is long, the k range is split into ``ks`` parts (builtin
   semirings only: their ⊕ is associative and commutative, so the result is the same bits), each
@@ -57,6 +58,9 @@ def plan(m: int, n: int, k: int, batch: int, itemsize: int, argmax: bool, builti
             if role in names:
                 return Plan("skinny", role)
         if m <= kernels.WIDE_M and n >= WIDE_N:
+            role = f"wide{nv}{'m4' if m <= kernels.WIDE_M4 else ''}{sfx}"
+            if role in names:
+                return Plan("wide", role)
             role = f"wide{nv}{sfx}"
             if role in names:
                 return Plan("wide", role)

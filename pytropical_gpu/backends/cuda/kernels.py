@@ -49,8 +49,9 @@ TILES = {"big": (128, 128, 8, 8, 8, 2), "small": (64, 64, 16, 4, 4, 1),
 BIG_VARIANTS = {"big_k16": (128, 128, 16, 8, 8, 1), "big_wide": (128, 256, 16, 8, 16, 1)}
 _TUNED = ("min_plus", "max_plus")
 #: the small-k kernels (k <= SMALL_K): ``sr_gemm_skinny`` (B in shared memory, m large) and
-#: ``sr_gemm_wide`` (A in shared memory, m <= WIDE_M), 1 or 4 outputs per thread.
-SMALL_K, WIDE_M = 64, 16
+#: ``sr_gemm_wide`` (A in shared memory, m <= WIDE_M; a 4-row instantiation for m <= WIDE_M4),
+#: 1 or 4 outputs per thread.
+SMALL_K, WIDE_M, WIDE_M4 = 64, 16, 4
 
 #: bit-sliced counter widths the bundle kernel is instantiated for.
 BUNDLE_WIDTHS = (4, 8, 16, 40)
@@ -105,6 +106,9 @@ def _gemm_names(functor: str, itemsize: int, selective: bool, prefix: str = "",
             for nv in ((1, 4) if itemsize == 4 else (1,)):
                 names[f"{prefix}{kern}{nv}{sfx}"] = (f"ptg::sr_gemm_{kern}<{functor}, "
                                                      f"{'true' if arg else 'false'}, {nv}>")
+        for nv in ((1, 4) if itemsize == 4 else (1,)):  # the wide kernel for m <= WIDE_M4
+            names[f"{prefix}wide{nv}m4{sfx}"] = (f"ptg::sr_gemm_wide<{functor}, "
+                                                 f"{'true' if arg else 'false'}, {nv}, {WIDE_M4}>")
     if variants and itemsize == 4:
         for tile in BIG_VARIANTS:
             names[prefix + tile] = _gemm_expr(functor, tile, False)
