@@ -10,6 +10,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from test_search import reference
 
 from conftest import require_backend
 from pytropical_gpu.backends import get_backend
@@ -32,14 +33,6 @@ def vsa_mod():
 
 def trits(rng, shape):
     return rng.integers(-1, 2, shape).astype(np.int8)
-
-
-def reference(q, mem, k):
-    """(idx, scores) of the k best rows per query: descending score, ties to the smaller index."""
-    scores = q.astype(np.int64) @ mem.astype(np.int64).T
-    idx = np.arange(mem.shape[0])
-    order = np.stack([np.lexsort((idx, -row))[:k] for row in scores])
-    return order, np.take_along_axis(scores, order, axis=1)
 
 
 def check(be, q, mem, k):

@@ -11,6 +11,7 @@ import gc
 
 import numpy as np
 import pytest
+from test_search import reference
 
 import pytropical_gpu as tg
 from conftest import require_backend
@@ -36,13 +37,6 @@ def sp(be):
 
 def trits(rng, shape):
     return rng.integers(-1, 2, shape).astype(np.int8)
-
-
-def reference(q, mem, k):
-    scores = q.astype(np.int64) @ mem.astype(np.int64).T
-    idx = np.arange(mem.shape[0])
-    order = np.stack([np.lexsort((idx, -row))[:k] for row in scores])
-    return order, np.take_along_axis(scores, order, axis=1)
 
 
 def planned(be) -> int:
