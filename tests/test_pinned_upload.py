@@ -13,6 +13,7 @@ import types
 
 import numpy as np
 import pytest
+from test_transfers import _specials  # float32 with every special value
 
 from conftest import require_backend
 from pytropical_gpu import _arrays, _pinned
@@ -75,15 +76,6 @@ def fake(monkeypatch):
     monkeypatch.setattr(_pinned, "CHUNK", 1 << 20)  # several pieces per upload
     monkeypatch.setattr(_pinned, "_staged", [])
     return rec
-
-
-def _specials(shape, rng) -> np.ndarray:
-    """float32 with ±inf, ±0, a subnormal, the largest finite value and NaN payloads."""
-    x = rng.standard_normal(shape).astype(np.float32)
-    flat = x.reshape(-1)
-    flat[:8] = [np.inf, -np.inf, 0.0, -0.0, 1e-45, np.finfo(np.float32).max, np.nan, -np.nan]
-    flat.view(np.uint32)[8] = 0x7FC0_1234  # a NaN with a payload
-    return x
 
 
 @pytest.mark.parametrize("dtype", ["float32", "int64", "uint8", "bool", "float64"])
