@@ -9,7 +9,8 @@ look-ups cost per call (issue 15: the search rows are missed by host-side Python
   returning fixed arrays: routing and the operation layer that every backend shares (CuPy's own
   calls are not in it).
 
-Median over ``--reps`` blocks of ``--calls`` calls (µs a call).
+The fastest of ``--reps`` blocks of ``--calls`` calls (µs a call; the least disturbed by other
+work on a shared host).
 
     python benchmarks/bench_search_host.py [--rows 2000] [--dim 10000] [--calls 2000] [--reps 9]
 """
@@ -41,7 +42,7 @@ def per_call_us(fn, calls: int, reps: int) -> tuple[float, list[float]]:
         for _ in range(calls):
             fn()
         out.append((time.perf_counter() - t0) / calls * 1e6)
-    return float(np.median(out)), out
+    return float(min(out)), out
 
 
 def reference(q, mem, k):

@@ -32,6 +32,13 @@ class WgpuBackend(Backend):
             return x
         return _arrays.to_numpy(x, name)
 
+    def _contig(self, x):
+        """As :meth:`Backend._contig` (a WgpuArray is always C-contiguous), without the generic
+        array-kind look-up: the planes of every VSA call pass here."""
+        if isinstance(x, WgpuArray):
+            return x
+        return np.ascontiguousarray(x)
+
     def _resident(self, x):
         """A :class:`WgpuArray` copy of ``x`` (validated once: NaN/inf and integer range recorded).
         Results of operations on it still come back as numpy arrays."""
