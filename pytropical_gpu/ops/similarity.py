@@ -85,8 +85,10 @@ def search(be: Any, query: TernaryVec, memory: TernaryVec, k: int = 1) -> tuple[
     else:
         idx, vals = be._search(qp, qn, mp, mn, k)
     shape = tuple(qpos.shape[:-1]) + (k,)
+    if idx.shape != shape:  # one query or a batch of more than one axis (no view made otherwise)
+        idx, vals = idx.reshape(shape), vals.reshape(shape)
     kind = _arrays.kind_of(qpos, mpos)
-    return (_arrays.to_kind(idx.reshape(shape), kind), _arrays.to_kind(vals.reshape(shape), kind))
+    return _arrays.to_kind(idx, kind), _arrays.to_kind(vals, kind)
 
 
 __all__ = ["cosine", "dot", "search"]
