@@ -28,7 +28,7 @@ class WgpuBackend(Backend):
 
     def asnative(self, x, name: str = "array"):
         """numpy, or a resident :class:`WgpuArray` unchanged (the kernels bind its buffer)."""
-        if isinstance(x, WgpuArray):
+        if type(x) is np.ndarray or isinstance(x, WgpuArray):
             return x
         return _arrays.to_numpy(x, name)
 
