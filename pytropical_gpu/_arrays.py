@@ -185,6 +185,8 @@ def _to_torch(result: Any, device: Any) -> Any:
 def to_kind(result: Any, kind: tuple[str, Any]) -> Any:
     """Convert a backend's result (numpy, cupy or a WgpuArray) to the caller's array kind."""
     k, info = kind
+    if type(result) is np.ndarray and (k == NUMPY or k == WGPU):
+        return result  # a host result for a host or wgpu caller: as it is (every call's result)
     if result is None:
         return None
     if k == WGPU:  # resident wgpu operands: a device result stays resident (host ones as they are)

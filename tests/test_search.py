@@ -102,3 +102,50 @@ def test_ties_across_many_blocks(backend, rng, nq, k):
     mem = base[rng.integers(0, 2, 6000)]
     check(backend, trits(rng, (nq, 40)), mem, k)
     check(backend, np.repeat(base[:1], nq, axis=0), mem, k)
+
+
+def test_strided_and_fortran_planes(backend, rng):
+    """Planes that are views (every other row, every other word, Fortran order): the 2-d memory
+    planes are used without a reshape when already contiguous, so these must still be copied."""
+    mem, q = trits(rng, (301, 640)), trits(rng, (2, 640))
+    mv, qv = TernaryVec.from_array(mem), TernaryVec.from_array(q)
+    want_i, want_s = reference(q[0], mem[::2], 6)
+    for mp, mn in ((mv.pos[::2], mv.neg[::2]),
+                   (np.asfortranarray(mv.pos[::2]), np.asfortranarray(mv.neg[::2]))):
+        m2 = TernaryVec(mp, mn, 640)
+        for qq in (TernaryVec(qv.pos[0], qv.neg[0], 640),  # one vector: (k,) out
+                   TernaryVec(qv.pos[:1], qv.neg[:1], 640),  # a batch of one: (1, k) out
+                   TernaryVec(np.asfortranarray(qv.pos)[0], np.asfortranarray(qv.neg)[0], 640)):
+            idx, sc = tg.search(qq, m2, k=6, backend=backend)
+            shape = (1, 6) if qq.pos.ndim == 2 else (6,)
+            assert np.asarray(idx).shape == shape and np.asarray(sc).shape == shape
+            np.testing.assert_array_equal(np.asarray(idx).reshape(-1), want_i[0])
+            np.testing.assert_array_equal(np.asarray(sc).reshape(-1), want_s[0])
+    # word-strided planes (every other word of a wider plane): not contiguous along the row
+    pos, neg = np.zeros((301, 40), np.uint32), np.zeros((301, 40), np.uint32)
+    pos[:, ::2], neg[:, ::2] = mv.pos, mv.neg
+    m3 = TernaryVec(pos[:, ::2], neg[:, ::2], 640)
+    assert not m3.pos.flags.c_contiguous
+    idx, sc = tg.search(TernaryVec.from_array(q), m3, k=5, backend=backend)
+    want_i, want_s = reference(q, mem, 5)
+    np.testing.assert_array_equal(np.asarray(idx), want_i)
+    np.testing.assert_array_equal(np.asarray(sc), want_s)
+
+
+@pytest.mark.parametrize("k,err,msg", [(True, TypeError, "search: k must be an integer"),
+                                       (2.5, TypeError, "search: k must be an integer"),
+                                       ("3", TypeError, "search: k must be an integer"),
+                                       (np.int64(0), ValueError, "k=0")])
+def test_k_not_an_int_raises(backend, rng, k, err, msg):
+    mem, q = TernaryVec.from_array(trits(rng, (7, 50))), TernaryVec.from_array(trits(rng, 50))
+    with pytest.raises(err, match=msg):
+        tg.search(q, mem, k=k, backend=backend)
+
+
+def test_k_numpy_int_and_dim_mismatch(backend, rng):
+    mem, q = trits(rng, (9, 50)), trits(rng, 50)
+    idx, _ = tg.search(TernaryVec.from_array(q), TernaryVec.from_array(mem), k=np.int32(3),
+                       backend=backend)
+    np.testing.assert_array_equal(np.asarray(idx), reference(q, mem, 3)[0][0])
+    with pytest.raises(ValueError, match=r"search: dimension mismatch \(49 != 50\)"):
+        tg.search(TernaryVec.from_array(q[:49]), TernaryVec.from_array(mem), k=1, backend=backend)

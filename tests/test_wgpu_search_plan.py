@@ -140,3 +140,19 @@ def test_merge_passes(be, sp, rng, rows):
     (plan,) = sp.plans(be.engine).values()
     passes = [c.pipeline for c in plan.cmds if isinstance(c, Dispatch)]
     assert len(passes) == (4 if rows == 40_000 else 3)  # pass one, the score pass, the merges
+
+
+def test_plan_copies_strided_host_queries(be, sp, rng):
+    """The plan copies a host query into views of its upload buffer made once: a strided or
+    Fortran-ordered query, and new values in the same arrays between calls, must all be seen."""
+    mem = trits(rng, (500, 300))
+    mv = tg.HybridContext(backend="wgpu").to_device(TernaryVec.from_array(mem))
+    q = trits(rng, (3, 300))
+    qv = TernaryVec.from_array(q)
+    assert run(be, q[::2], mv, mem, 4, TernaryVec(qv.pos[::2], qv.neg[::2], 300)) == 1
+    fp, fn = np.asfortranarray(qv.pos[::2]), np.asfortranarray(qv.neg[::2])
+    assert run(be, q[::2], mv, mem, 4, TernaryVec(fp, fn, 300)) == 1
+    q2 = trits(rng, (2, 300))
+    q2v = TernaryVec.from_array(q2)
+    fp[...], fn[...] = q2v.pos, q2v.neg  # same arrays, new values: the next call sees them
+    assert run(be, q2, mv, mem, 4, TernaryVec(fp, fn, 300)) == 1

@@ -58,14 +58,21 @@ def _nnz(be: Any, p: Any, n: Any) -> Any:
 
 
 def search(be: Any, query: TernaryVec, memory: TernaryVec, k: int = 1) -> tuple[Any, Any]:
-    """The k rows of ``memory`` with the largest dot with ``query``: (indices, scores)."""
+    """The k best rows of ``memory`` with the largest dot with ``query``: (indices, scores).
+
+    Every call checks the query, the memory's shape and k (a resident memory's values were checked
+    when it went to the device); the rest is kept short: a program searching one memory again and
+    again pays this per query (issue 15: ~0.3 ms calls)."""
     _check_tv(query, "search", "query"), _check_tv(memory, "search", "memory")
-    _same_dim("search", query, memory)
-    if memory.pos.ndim != 2:
+    if query.dim != memory.dim:
+        _same_dim("search", query, memory)
+    qpos, mpos = query.pos, memory.pos
+    if mpos.ndim != 2:
         raise ValueError(f"search: memory must be a batch of vectors (rows, words), got batch "
                          f"shape {memory.batch_shape}")
-    k = int_arg(k, "search", "k")
-    rows = memory.batch_shape[0]
+    if type(k) is not int:
+        k = int_arg(k, "search", "k")
+    rows = mpos.shape[0]
     if not 1 <= k <= rows:
         raise ValueError(f"search: k={k} must be between 1 and the {rows} rows of memory")
     qp, qn = flat(be, query)
@@ -73,13 +80,15 @@ def search(be: Any, query: TernaryVec, memory: TernaryVec, k: int = 1) -> tuple[
     if qp.shape[0] == 0:
         idx = be.xp.zeros((0, k), np.int64)
         vals = be.xp.zeros((0, k), np.int64)
-    elif query.words == 0:  # dim 0: every score is 0, ties go to the smaller index
+    elif qp.shape[1] == 0:  # dim 0: every score is 0, ties go to the smaller index
         idx, vals = be._topk(be.xp.zeros((qp.shape[0], rows), np.int64), k)
     else:
         idx, vals = be._search(qp, qn, mp, mn, k)
-    shape = query.batch_shape + (k,)
-    kind = _arrays.kind_of(query.pos, memory.pos)
-    return (_arrays.to_kind(idx.reshape(shape), kind), _arrays.to_kind(vals.reshape(shape), kind))
+    shape = tuple(qpos.shape[:-1]) + (k,)
+    if idx.shape != shape:  # one query or a batch of more than one axis (no view made otherwise)
+        idx, vals = idx.reshape(shape), vals.reshape(shape)
+    kind = _arrays.kind_of(qpos, mpos)
+    return _arrays.to_kind(idx, kind), _arrays.to_kind(vals, kind)
 
 
 __all__ = ["cosine", "dot", "search"]

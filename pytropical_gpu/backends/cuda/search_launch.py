@@ -126,6 +126,14 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def _list_len(k: int) -> int | None:
+    """The shortest top-k list length of TOPK_K that holds k, or None (a sort)."""
+    for x in TOPK_K:
+        if x >= k:
+            return x
+    return None
+
+
 def search(be, qp, qn, mp, mn, k: int):
     """(idx, vals) int64 (Q, k): the k best rows of memory (mp, mn) for each query (qp, qn)."""
     cp = be._cp
@@ -133,7 +141,7 @@ def search(be, qp, qn, mp, mn, k: int):
     m = mp.shape[0]
     if ENGINE == "old" or w * 32 >= 2**30 or m >= _I32:
         return be._topk(be._dot(qp, qn, mp, mn), k)
-    kb = next((x for x in TOPK_K if x >= k), None)
+    kb = _list_len(k)
     if FUSE and kb in FUSED_K:
         out = search_fused.search(be, sys.modules[__name__], qp, qn, mp, mn, k, kb)
         if out is not None:

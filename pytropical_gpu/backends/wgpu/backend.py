@@ -28,9 +28,16 @@ class WgpuBackend(Backend):
 
     def asnative(self, x, name: str = "array"):
         """numpy, or a resident :class:`WgpuArray` unchanged (the kernels bind its buffer)."""
-        if isinstance(x, WgpuArray):
+        if type(x) is np.ndarray or isinstance(x, WgpuArray):
             return x
         return _arrays.to_numpy(x, name)
+
+    def _contig(self, x):
+        """As :meth:`Backend._contig` (a WgpuArray is always C-contiguous), without the generic
+        array-kind look-up: the planes of every VSA call pass here."""
+        if isinstance(x, WgpuArray):
+            return x
+        return np.ascontiguousarray(x)
 
     def _resident(self, x):
         """A :class:`WgpuArray` copy of ``x`` (validated once: NaN/inf and integer range recorded).
