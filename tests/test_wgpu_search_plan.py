@@ -117,6 +117,25 @@ def test_new_memory_new_plan_and_eviction(be, sp, rng, monkeypatch):
         assert len(sp.plans(be.engine)) <= 2
 
 
+def test_a_dead_memorys_plan_gives_its_scratch_back_without_another_search(be, sp, rng):
+    """A plan holds pool scratch while its memory lives; when the memory dies the scratch returns
+    to the pool at once, not only when the plan is next looked up or evicted (a program that
+    searched once must not keep pool buffers live for good)."""
+    pool = be.engine.pool
+    gc.collect()
+    pool._reclaim()  # settle what earlier tests gave back
+    base = pool.live_bytes
+    mem = trits(rng, (300, 64))
+    mv = tg.HybridContext(backend="wgpu").to_device(TernaryVec.from_array(mem))
+    assert run(be, trits(rng, (1, 64)), mv, mem, 5) == 1
+    assert pool.live_bytes > base  # the plan's scratch is live
+    del mv
+    gc.collect()
+    pool._reclaim()
+    assert len(sp.plans(be.engine)) == 1  # the plan itself stays until it is looked up
+    assert pool.live_bytes == base
+
+
 def test_host_memory_and_batches_take_the_generic_path(be, sp, rng):
     mem = trits(rng, (300, 64))
     q = trits(rng, (1, 64))

@@ -5,7 +5,7 @@ per call, the pipeline look-ups, the grid and uniform arithmetic, pool traffic f
 candidate buffers, two query uploads, and a read-back that creates a mappable buffer and waits
 through wgpu-py's poll thread. Everything that depends only on (memory planes, Q, k, the pass-one
 constants) is worked out once into a :class:`_Plan` kept per engine: the pipelines, the scratch
-buffers (taken from the pool and kept while the plan lives), the command list. A call then writes
+buffers (taken from the pool, kept while the memory lives), the command list. A call then writes
 the query planes with one ``write_buffer`` (or binds a resident query in place), submits the
 plan's commands with the (score, index) pairs copied into a recycled mappable buffer at the end of
 the same command buffer (:mod:`.mapread`), and reads those ``2 * Q * k`` words back.
@@ -45,7 +45,11 @@ class _Plan:
         m = bp.shape[0]
         pipes, qb, br, mrows, qrows = _vs.layout(eng, q, m, w, k)
         self.ok = q <= qrows and m <= mrows
-        self.refs = (weakref.ref(bp._storage), weakref.ref(bn._storage))
+        # when the memory dies its plan can never run again: the scratch goes back at once (the
+        # pool takes handles back through a deque, safe from a collector's callback) instead of
+        # staying live until the plan is looked up again or evicted
+        self.refs = (weakref.ref(bp._storage, self._memory_died),
+                     weakref.ref(bn._storage, self._memory_died))
         self.taken: list[DeviceBuffer] = []
         self.pool = eng.pool
         self.staging = self.rec = None
@@ -81,6 +85,11 @@ class _Plan:
         buf = DeviceBuffer(self.pool.take(cap), int(nbytes), cap)
         self.taken.append(buf)
         return buf
+
+    def _memory_died(self, _ref) -> None:
+        taken, self.taken = self.taken, []
+        for b in taken:
+            self.pool.returned.append((b.capacity, b.handle))
 
     def alive(self, sb, sn) -> bool:
         """The plan was made for these storages (not for dead ones whose ids were reused)."""
