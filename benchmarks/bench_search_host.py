@@ -45,6 +45,22 @@ def per_call_us(fn, calls: int, reps: int) -> tuple[float, list[float]]:
     return float(min(out)), out
 
 
+def wgpu_python_us(call, k: int, calls: int, reps: int) -> tuple[float, list[float]]:
+    """:func:`per_call_us` of a wgpu search through the plan with its query write, recorded submit
+    and staging read stubbed: the Python alone."""
+    from pytropical_gpu.backends.wgpu import mapread, recorded
+
+    saved = recorded.Recorded.submit, recorded.Recorded.write, mapread.Staging.read
+    raw = np.zeros(8 * k, np.uint8)
+    recorded.Recorded.submit = lambda self, first=None: None
+    recorded.Recorded.write = lambda self, buf, data: None
+    mapread.Staging.read = lambda self, n: raw.copy()
+    try:
+        return per_call_us(call, calls, reps)
+    finally:
+        recorded.Recorded.submit, recorded.Recorded.write, mapread.Staging.read = saved
+
+
 def reference(q, mem, k):
     want = q.to_array().astype(np.int64).reshape(1, -1) @ mem.to_array().astype(np.int64).T
     order = np.lexsort((np.arange(want.shape[1]), -want[0]))[:k]
@@ -81,20 +97,10 @@ def main(argv=None) -> int:
           f"[{' '.join(f'{x:.1f}' for x in all_)}]")
     if args.skip_wgpu:
         return 0
-    from pytropical_gpu.backends.wgpu import mapread, recorded
-
     md = tg.HybridContext(backend="wgpu").to_device(mem)
     got = tg.search(q, md, k=k, backend="wgpu")
     assert np.array_equal(got[0], order) and np.array_equal(got[1], scores), "wgpu: wrong results"
-    saved = recorded.Recorded.submit, recorded.Recorded.write, mapread.Staging.read
-    raw = np.zeros(8 * k, np.uint8)
-    recorded.Recorded.submit = lambda self, first=None: None
-    recorded.Recorded.write = lambda self, buf, data: None
-    mapread.Staging.read = lambda self, n: raw.copy()
-    try:
-        m, all_ = per_call_us(lambda: tg.search(q, md, k=k, backend="wgpu"), args.calls, args.reps)
-    finally:
-        recorded.Recorded.submit, recorded.Recorded.write, mapread.Staging.read = saved
+    m, all_ = wgpu_python_us(lambda: tg.search(q, md, k=k, backend="wgpu"), k, args.calls, args.reps)
     print(f"wgpu (plan; write, submit, read stubbed): {m:.2f} us/call "
           f"[{' '.join(f'{x:.1f}' for x in all_)}]")
     got = tg.search(q, md, k=k, backend="wgpu")

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 import traceback
 from pathlib import Path
 
@@ -37,30 +36,17 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_search import random_vecs  # noqa: E402
-from bench_search_host import per_call_us  # noqa: E402
+from bench_search_host import per_call_us, wgpu_python_us  # noqa: E402
+from bench_search_plan import log  # noqa: E402
+from bench_search_plan import wall as _wall  # noqa: E402
 
 import pytropical_gpu as tg  # noqa: E402
 from pytropical_gpu import TernaryVec  # noqa: E402
 
 
-def log(msg):
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
-
-
 def wall(fn, n=200, warm=10, sync=None):
-    for _ in range(warm):
-        fn()
-    if sync:
-        sync()
-    ts = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        if sync:
-            sync()
-        ts.append(time.perf_counter() - t0)
-    q20, med, q80 = np.quantile(ts, [0.2, 0.5, 0.8])
-    return {"median_ms": med * 1e3, "q20_ms": q20 * 1e3, "q80_ms": q80 * 1e3, "n": n}
+    """bench_search_plan's wall timer with this script's rounds (200 calls after 10)."""
+    return _wall(fn, n, warm, sync)
 
 
 def ranked(scores, k):
@@ -84,8 +70,6 @@ def section(out, name, fn):
 def wgpu_rows(out, q, mem, want, k):
     from bench_search_plan import breakdown
 
-    from pytropical_gpu.backends.wgpu import mapread, recorded
-
     be = tg.get_backend("wgpu")
     md = tg.HybridContext(backend="wgpu").to_device(mem)
     call = lambda: tg.search(q, md, k=k, backend="wgpu")  # noqa: E731
@@ -95,15 +79,7 @@ def wgpu_rows(out, q, mem, want, k):
     if ok:
         row["wall"] = wall(call)
         row["host_us"] = breakdown(be.engine, call, n=200)
-        saved = recorded.Recorded.submit, recorded.Recorded.write, mapread.Staging.read
-        raw = np.zeros(8 * k, np.uint8)
-        recorded.Recorded.submit = lambda self, first=None: None
-        recorded.Recorded.write = lambda self, buf, data: None
-        mapread.Staging.read = lambda self, n: raw.copy()
-        try:
-            row["python_alone_us"] = per_call_us(call, 1000, 9)[0]
-        finally:
-            recorded.Recorded.submit, recorded.Recorded.write, mapread.Staging.read = saved
+        row["python_alone_us"] = wgpu_python_us(call, k, 1000, 9)[0]
         row["checked_after"] = same(call(), want)
     log(f"wgpu: {json.dumps(row)}")
     out["rows"].append(row)
