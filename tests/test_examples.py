@@ -368,7 +368,9 @@ def test_vsa_pipeline_matches_plain_python(backend):
     ref_mem, ref_found = _vsa_plain(keys.tolist(), vals.tolist(), records, queries)
     assert memory.to_array().tolist() == ref_mem, f"seed {SEED}"
     assert list(zip(idx.tolist(), scores.tolist())) == ref_found, f"seed {SEED}"
-    assert idx[0] == idx[1] == 3
+    # the duplicate at 9 never wins: record 3 does, or an earlier record scoring the same (a record
+    # equal to record 3, or one agreeing with it wherever it is nonzero: some seeds draw one)
+    assert idx[0] == idx[1] <= 3, f"seed {SEED}"
 
 
 def test_vsa_pipeline_failed_check_exits_nonzero(monkeypatch, capsys):
