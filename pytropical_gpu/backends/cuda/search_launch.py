@@ -66,14 +66,23 @@ SEARCH_CP = kernels.ModuleSpec("vsa_search_cp", "vsa_search_cp.cu", {
     **{f"scan_cp{st}": f"ptg::search_scan_cp<{st}>" for st in SCAN_CP_STAGES},
     **{f"scan_cp{st}_k{kk}": f"ptg::search_scan_cp<{st}, {kk}>" for st in FUSED_SCAN_STAGES
        for kk in FUSED_K}}, extra=load_source("cuda", "vsa_search.cu") + load_source("cuda", "vsa_topk.cu"))
+#: STAGES of search_scan_tma (cuda/vsa_search_tma.cu: rows by sm_90 bulk copies), each with K = 0
+#: and the FUSED_K lists; SCAN = "tma<STAGES>" picks one where the device has compute 9.0+.
+SCAN_TMA_STAGES = (3, 4, 6, 8)
+SEARCH_TMA = kernels.ModuleSpec("vsa_search_tma", "vsa_search_tma.cu", {
+    **{f"scan_tma{st}_k{kk}": f"ptg::search_scan_tma<{st}, {kk}>" for st in SCAN_TMA_STAGES
+       for kk in (0, *FUSED_K)}}, extra=load_source("cuda", "vsa_topk.cu"))
+#: int16 top-k vectors in flight a lane (topk_one_v, 16-byte loads; search_two.TOPK_VEC picks).
+TOPK_V = (4, 8)
 TOPK = kernels.ModuleSpec("vsa_topk", "vsa_topk.cu", {
     **{f"topk{k}": f"ptg::topk_scores{'_w' if k <= 32 else ''}<{k}>" for k in TOPK_K},
     **{f"topk{k}_s16": f"ptg::topk_scores_w<{k}, short>" for k in FUSED_K},
     **{f"one{k}{sfx}": f"ptg::topk_one_w<{k}{', short' if sfx else ''}>" for k in FUSED_K
        for sfx in ("", "_s16")},
+    **{f"one{k}_s16_v{v}": f"ptg::topk_one_v<{k}, {v}>" for k in FUSED_K for v in TOPK_V},
     **{f"merge{k}": f"ptg::topk_merge{'_w' if k <= 32 else ''}<{k}>" for k in TOPK_K}})
 #: every module of this file (``backends.cuda.module_specs`` adds them for the nvcc compile test).
-SPECS = (SEARCH, SEARCH_CP, TOPK)
+SPECS = (SEARCH, SEARCH_CP, SEARCH_TMA, TOPK)
 
 #: k <= 32: the top-k's first pass inside the scoring kernel (search_fused.py); False: the scores
 #: written out and read back by topk_scores (benchmarks compare the two).
@@ -104,9 +113,12 @@ ENGINE = "auto"
 MMA_FROM_Q = 2
 #: a value of MMA_VARIANTS forcing the tensor-core kernel (benchmarks), or None for MMA_PICK.
 VARIANT = None
-#: the one-query kernel: a value of SCAN_U (search_scan, vectors in flight a lane) or "cp3"/"cp5"
-#: (search_scan_cp, its STAGES; rows whose buffers do not fit in shared memory take search_scan).
+#: the one-query kernel: a value of SCAN_U (search_scan, vectors in flight a lane), "cp3"/"cp5"
+#: (search_scan_cp, its STAGES; rows whose buffers do not fit in shared memory take search_scan)
+#: or "tma<N>" (search_scan_tma at N = SCAN_TMA_STAGES; cp3 below compute 9.0).
 SCAN = "cp3"
+#: blocks a SM of search_scan_tma (None: as many as shared memory holds, at most 4).
+TMA_BLOCKS = None
 #: dynamic shared memory a search_mma block may take (the query planes of a chunk of the row).
 SMEM_BUDGET = 200 * 1024
 #: unused dynamic shared memory added to an unfused search_mma block (benchmarks: the L1 it costs).
@@ -174,7 +186,14 @@ def scores(be, qp, qn, mp, mn):
     scan = q == 1 and mp.data.ptr % 16 == 0 and mn.data.ptr % 16 == 0
     if scan and (ENGINE == "scan" or (ENGINE == "auto" and q < MMA_FROM_Q)):
         span = _cdiv(w, 4) + 1  # 16-byte vectors covering a row at any alignment
-        if isinstance(SCAN, str):
+        tma = search_fused.scan_tma(be, sys.modules[__name__], w, 0)
+        if tma is not None:
+            fn, smem, gx = tma
+            fn((max(1, min(_cdiv(m, 8), gx)),), (256,),
+               (mp, mn, qp, qn, s, np.int64(m), np.int64(w), np.int32(span), _NULL, _ZERO,
+                _NULL, _NULL, _NULL), shared_mem=smem)
+            return s
+        if isinstance(SCAN, str) and SCAN.startswith("cp"):
             stages = int(SCAN[2:])
             smem = 16 * _cdiv(2 * w, 4) + 8 * stages * 2 * span * 16
             if smem <= 110 * 1024:
