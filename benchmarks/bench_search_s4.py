@@ -48,14 +48,17 @@ from pytropical_gpu.backends.cuda import search_fused, search_launch, search_two
 MODS = {"sl": search_launch, "fused": search_fused, "two": search_two}
 ONE = {"cp3 views (s3 default)": {"sl.SCAN": "cp3", "fused.PTR_ARGS": False},
        "cp3 ptr": {"sl.SCAN": "cp3"},
-       **{f"tma{st} auto blocks": {"sl.SCAN": f"tma{st}"} for st in (3, 4, 6, 8)},
        "tma3 2/SM": {"sl.SCAN": "tma3", "sl.TMA_BLOCKS": 2},
-       "tma4 1/SM": {"sl.SCAN": "tma4", "sl.TMA_BLOCKS": 1},
-       "tma6 1/SM": {"sl.SCAN": "tma6", "sl.TMA_BLOCKS": 1}}
+       "tma4 2/SM": {"sl.SCAN": "tma4", "sl.TMA_BLOCKS": 2},
+       **{f"tma{st}v {b}/SM": {"sl.SCAN": f"tma{st}v", "sl.TMA_BLOCKS": b}
+          for st, b in ((3, 2), (4, 2), (3, 3), (6, 1), (8, 1))},
+       "tma3 2/SM raw": {"sl.SCAN": "tma3", "sl.TMA_BLOCKS": 2, "fused.RAW_LAUNCH": True},
+       "tma4v 2/SM raw": {"sl.SCAN": "tma4v", "sl.TMA_BLOCKS": 2, "fused.RAW_LAUNCH": True},
+       "tma6v 1/SM raw": {"sl.SCAN": "tma6v", "sl.TMA_BLOCKS": 1, "fused.RAW_LAUNCH": True}}
 MANY = {"one_w 128 (s3 default)": {},
         "one_w 256": {"sl.TOPK_PER_THREAD": 256},
         **{f"one_v{v} {t}": {"two.TOPK_VEC": v, "sl.TOPK_PER_THREAD": t}
-           for v in (4, 8) for t in (64, 128, 256)}}
+           for v in (4, 8) for t in (128, 256, 512)}}
 
 
 class switches:
@@ -152,9 +155,6 @@ def floors(out, cp, nbytes):
 
 
 def one_query(out, cp, be, mc, qb, want, k):
-    from cupyx.profiler import benchmark
-
-    from pytropical_gpu.bench.gputime import cupy_time
     from pytropical_gpu.ops._planes import flat
 
     qp, qn = flat(be, qb)
@@ -162,22 +162,50 @@ def one_query(out, cp, be, mc, qb, want, k):
     small = TernaryVec._trusted(mc.pos[:256], mc.neg[:256], mc.dim)
     call = lambda: tg.search(qb, mc, k=k, backend="cuda")  # noqa: E731
     for name, sets in ONE.items():
-        with switches(sets):
-            got = [cp.asnumpy(x).reshape(-1) for x in call()]
-            row = {"variant": name, "checked": same(got, *want)}
-            if row["checked"]:
-                t = np.asarray(benchmark(call, n_repeat=300, n_warmup=20).gpu_times[0]) * 1e3
-                row["events_each_call_ms"] = dict(zip(("q20", "median", "q80"),
-                                                      np.quantile(t, [0.2, 0.5, 0.8]).tolist()))
-                row["kernels_alone_ms"] = cupy_time(cp, lambda: be._search(qp, qn, mp, mn, k),
-                                                    50).median * 1e3
-                pub = lambda: tg.search(qb, small, k=k, backend="cuda")  # noqa: E731
-                cp.cuda.Device().synchronize()
-                row["host_us_256_rows"] = per_call_us(pub, 200, 5)[0]
-                cp.cuda.Device().synchronize()
-                row["checked_after"] = same([cp.asnumpy(x).reshape(-1) for x in call()], *want)
-        log(f"1 query: {json.dumps(row)}")
-        out["one_query"].append(row)
+        section(out, f"one {name}", lambda name=name, sets=sets: one_row(
+            out, cp, be, mc, qb, want, k, name, sets, (qp, qn, mp, mn), small, call))
+
+
+def one_row(out, cp, be, mc, qb, want, k, name, sets, planes, small, call):
+    from cupyx.profiler import benchmark
+
+    from pytropical_gpu.bench.gputime import cupy_time
+
+    qp, qn, mp, mn = planes
+    with switches(sets):
+        got = [cp.asnumpy(x).reshape(-1) for x in call()]
+        row = {"variant": name, "checked": same(got, *want)}
+        if row["checked"]:
+            t = np.asarray(benchmark(call, n_repeat=300, n_warmup=20).gpu_times[0]) * 1e3
+            row["events_each_call_ms"] = dict(zip(("q20", "median", "q80"),
+                                                  np.quantile(t, [0.2, 0.5, 0.8]).tolist()))
+            row["kernels_alone_ms"] = cupy_time(cp, lambda: be._search(qp, qn, mp, mn, k),
+                                                50).median * 1e3
+            pub = lambda: tg.search(qb, small, k=k, backend="cuda")  # noqa: E731
+            cp.cuda.Device().synchronize()
+            row["host_us_256_rows"] = per_call_us(pub, 200, 5)[0]
+            cp.cuda.Device().synchronize()
+            row["checked_after"] = same([cp.asnumpy(x).reshape(-1) for x in call()], *want)
+            row.update(scan_parts(cp, be, qp, qn, mp, mn, k))
+    log(f"1 query: {json.dumps(row)}")
+    out["one_query"].append(row)
+
+
+def scan_parts(cp, be, qp, qn, mp, mn, k):
+    """The one-query kernel of the current switches alone (graph of 20): with the last-block
+    merge, and the block lists only (no counter: no merge)."""
+    w, m = qp.shape[1], mp.shape[0]
+    plan = search_fused._plan(be, search_launch, 1, w, m, 16, True)
+    fn, (gx, _), block, smem, (pre, _, post, _), *_ = plan
+    cand = cp.empty(gx * 16, np.int64)
+    idx, val, cnt = cp.empty(k, np.int64), cp.empty(k, np.int64), cp.zeros(1, np.uint32)
+    null = np.uint64(0)
+    base = (mp, mn, qp, qn, null, *pre, *post, cand, np.int32(k))
+    return {"blocks": int(gx),
+            "scan+merge_ms": device_time(cp, lambda: fn((gx,), block, base + (idx, val, cnt),
+                                                       shared_mem=smem))[0] * 1e3,
+            "scan lists only_ms": device_time(cp, lambda: fn((gx,), block, base + (null, null, null),
+                                                            shared_mem=smem))[0] * 1e3}
 
 
 def many_queries(out, cp, be, mc, qc, want, k):

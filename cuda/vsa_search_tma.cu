@@ -59,7 +59,11 @@ __device__ __forceinline__ void bar_wait(unsigned long long* b, unsigned parity)
 // after the warps' STAGES mbarriers); row i of a warp lands in stage i % STAGES (2 x span 16-byte
 // vectors). K = 0: the scores into S. K > 0 (<= 32): the warp-wide lists, the block's K best into
 // C[blockIdx.x][K], and with a counter the last block merges every block's keys into idx, val.
-template <int STAGES, int K = 0>
+// VQ: the query kept as 4 copies shifted by o = 0..3 words (copy o: 2 planes x 4 span words, word
+// 4 j + i = query word 4 j + i - o, zero outside the query), so a row starting o words into its
+// first 16-byte vector is multiplied a vector at a time (16-byte shared reads, the neighbours'
+// words meeting zeros): a quarter of the shared-memory loads and a shorter chain a row.
+template <int STAGES, int K = 0, bool VQ = false>
 __global__ void __launch_bounds__(256)
 search_scan_tma(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN,
                 const unsigned* __restrict__ QP, const unsigned* __restrict__ QN,
@@ -72,14 +76,23 @@ search_scan_tma(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   unsigned long long* bar = reinterpret_cast<unsigned long long*>(smem) + warp * STAGES;
   unsigned* qsm = reinterpret_cast<unsigned*>(smem + 4 * STAGES);  // after 8 x STAGES barriers
-  for (i64 i = threadIdx.x; i < W; i += 256) { qsm[i] = QP[i]; qsm[W + i] = QN[i]; }
+  if constexpr (VQ) {
+    for (int i = threadIdx.x; i < 4 * 4 * span; i += 256) {  // copy o, word x of both planes
+      const int o = i / (4 * span), x = i - o * 4 * span, w = x - o;
+      const bool in = w >= 0 && w < W;
+      qsm[o * 8 * span + x] = in ? QP[w] : 0u;
+      qsm[o * 8 * span + 4 * span + x] = in ? QN[w] : 0u;
+    }
+  } else {
+    for (i64 i = threadIdx.x; i < W; i += 256) { qsm[i] = QP[i]; qsm[W + i] = QN[i]; }
+  }
   if (lane == 0) {
 #pragma unroll
     for (int s = 0; s < STAGES; ++s) bar_init(bar + s);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
-  uint4* buf = smem + 4 * STAGES + (2 * W + 3) / 4 + warp * (STAGES * 2 * span);
+  uint4* buf = smem + 4 * STAGES + (VQ ? 8 * span : (2 * W + 3) / 4) + warp * (STAGES * 2 * span);
   const uint4 *P4 = reinterpret_cast<const uint4*>(MP), *N4 = reinterpret_cast<const uint4*>(MN);
   const i64 first = (i64)blockIdx.x * 8 + warp, nw = (i64)gridDim.x * 8;
   auto issue = [&](int i) {
@@ -102,12 +115,25 @@ search_scan_tma(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN
     issue(i + STAGES - 1);
     bar_wait(bar + i % STAGES, (unsigned)(i / STAGES) & 1u);
     const i64 r = first + i * nw;
-    const unsigned* bp = reinterpret_cast<const unsigned*>(buf + (i % STAGES) * 2 * span) + ((r * W) & 3);
-    const unsigned* bn = bp + 4 * span;
     int s = 0;
-    for (i64 w = lane; w < W; w += 32) {
-      const unsigned ap = bp[w], an = bn[w], qp = qsm[w], qn = qsm[W + w];
-      s += __popc((ap & qp) | (an & qn)) - __popc((ap & qn) | (an & qp));
+    if constexpr (VQ) {
+      const int o = (int)((r * W) & 3), nv = (int)(((r * W + W + 3) >> 2) - ((r * W) >> 2));
+      const uint4* bp = buf + (i % STAGES) * 2 * span;
+      const uint4* qp4 = reinterpret_cast<const uint4*>(qsm) + o * 2 * span;
+      for (int j = lane; j < nv; j += 32) {
+        const uint4 ap = bp[j], an = bp[span + j], qp = qp4[j], qn = qp4[span + j];
+        s += __popc((ap.x & qp.x) | (an.x & qn.x)) - __popc((ap.x & qn.x) | (an.x & qp.x));
+        s += __popc((ap.y & qp.y) | (an.y & qn.y)) - __popc((ap.y & qn.y) | (an.y & qp.y));
+        s += __popc((ap.z & qp.z) | (an.z & qn.z)) - __popc((ap.z & qn.z) | (an.z & qp.z));
+        s += __popc((ap.w & qp.w) | (an.w & qn.w)) - __popc((ap.w & qn.w) | (an.w & qp.w));
+      }
+    } else {
+      const unsigned* bp = reinterpret_cast<const unsigned*>(buf + (i % STAGES) * 2 * span) + ((r * W) & 3);
+      const unsigned* bn = bp + 4 * span;
+      for (i64 w = lane; w < W; w += 32) {
+        const unsigned ap = bp[w], an = bn[w], qp = qsm[w], qn = qsm[W + w];
+        s += __popc((ap & qp) | (an & qn)) - __popc((ap & qn) | (an & qp));
+      }
     }
 #pragma unroll
     for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);

@@ -282,8 +282,9 @@ topk_one_w(const ST* __restrict__ S, i64* __restrict__ cand, i64 M, i64 chunk, i
 
 // As wl_scan for int16 scores read 8 at a time: V 16-byte vectors a lane in flight (a warp's
 // batch: 256 V scores, the block's 2,048 V). s + lo 16-byte aligned, lo and hi multiples of 8
-// (search_two.py checks M and the chunk). A lane whose best key of the batch does not beat the
-// list's threshold skips its keys; the first batch floors the list as in wl_scan.
+// (search_two.py checks M and the chunk). A lane's keys go to the list only when its batch's best
+// score (a packed max of the int16 pairs, __vmaxs2) reaches the score of the list's threshold: a
+// key beating the threshold has at least its score. The first batch floors the list as in wl_scan.
 template <int V>
 __device__ __forceinline__ void wl_scan_v(const short* __restrict__ s, i64 lo, i64 hi, i64& mine,
                                           int k) {
@@ -292,27 +293,31 @@ __device__ __forceinline__ void wl_scan_v(const short* __restrict__ s, i64 lo, i
   bool first = true;
   for (i64 b = lo + (i64)warp * (256 * V); b < hi; b += 2048 * V) {  // warp-uniform
     uint4 v[V];
+    unsigned m2 = 0x80008000u;  // both halves -32768
 #pragma unroll
     for (int u = 0; u < V; ++u) {
       const i64 e = b + (i64)(u * 32 + lane) * 8;
-      v[u] = e < hi ? __ldcs(reinterpret_cast<const uint4*>(s + e)) : make_uint4(0u, 0u, 0u, 0u);
+      v[u] = e < hi ? __ldcs(reinterpret_cast<const uint4*>(s + e))
+                    : make_uint4(0x80008000u, 0x80008000u, 0x80008000u, 0x80008000u);
+      m2 = __vmaxs2(m2, __vmaxs2(__vmaxs2(v[u].x, v[u].y), __vmaxs2(v[u].z, v[u].w)));
     }
-    i64 mx = PTG_EMPTY;
+    const int ms = max((int)(short)(m2 & 0xffffu), (int)m2 >> 16);  // lane's best score
+    if (first) {  // the k-th best of the lanes' best keys has k keys >= it (one a lane)
+      i64 mx = PTG_EMPTY;
 #pragma unroll
-    for (int u = 0; u < V; ++u) {
-      const i64 e = b + (i64)(u * 32 + lane) * 8;
-      const unsigned wd[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+      for (int u = 0; u < V; ++u) {
+        const i64 e = b + (i64)(u * 32 + lane) * 8;
+        const unsigned wd[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const int sc = (j & 1) ? ((int)wd[j >> 1] >> 16) : (int)(short)(wd[j >> 1] & 0xffffu);
-        if (e < hi) mx = max(mx, key_of(sc, e + j));
+        for (int j = 0; j < 8; ++j) {
+          const int sc = (j & 1) ? ((int)wd[j >> 1] >> 16) : (int)(short)(wd[j >> 1] & 0xffffu);
+          if (e < hi) mx = max(mx, key_of(sc, e + j));
+        }
       }
-    }
-    if (first) {  // the k-th best of the lanes' maxima has k keys >= it (one a lane)
       thr = floor = wl_floor(warp_kth(mx, lane, k - 1));
       first = false;
     }
-    if (!__any_sync(0xffffffffu, mx > thr)) continue;
+    if (!__any_sync(0xffffffffu, ms >= (int)(thr >> 32))) continue;
 #pragma unroll
     for (int u = 0; u < V; ++u) {
       const i64 e = b + (i64)(u * 32 + lane) * 8;
@@ -320,7 +325,8 @@ __device__ __forceinline__ void wl_scan_v(const short* __restrict__ s, i64 lo, i
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
         const int sc = (j & 1) ? ((int)wd[j >> 1] >> 16) : (int)(short)(wd[j >> 1] & 0xffffu);
-        wl_feed_f(mine, thr, key_of(sc, e + j), e < hi && mx > thr, lane, k - 1, floor);
+        wl_feed_f(mine, thr, key_of(sc, e + j), e < hi && ms >= (int)(thr >> 32), lane, k - 1,
+                  floor);
       }
     }
   }

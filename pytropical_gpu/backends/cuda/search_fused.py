@@ -15,6 +15,9 @@ read from there at every call.
 
 from __future__ import annotations
 
+import ctypes
+import threading
+
 import numpy as np
 
 from . import kernels
@@ -27,9 +30,13 @@ PLANS_KEEP = 256
 #: the one-query launch takes the results' addresses as integers and makes their views after it
 #: (host work before the launch counts where the device waits for it).
 PTR_ARGS = True
+#: the one-query launch through ``cuLaunchKernel`` on a kept parameter block (no CuPy argument
+#: packing), where CuPy exposes it.
+RAW_LAUNCH = False
 
 _NULL = np.uint64(0)  # the unused score pointer
 _plans: dict[tuple, tuple | None] = {}
+_raw_blocks: dict[int, tuple] = {}
 _cand: dict[tuple, object] = {}
 _counters: dict[tuple, object] = {}
 
@@ -80,6 +87,10 @@ def search(be, sl, qp, qn, mp, mn, k: int, kb: int):
         cnt = _counters.get(skey)
         if cnt is None:
             cnt = _counters[skey] = cp.zeros(1, np.uint32)
+        if RAW_LAUNCH and _raw(cp, plan, fn, grid[0], smem, skey[1], (
+                mp.data.ptr, mn.data.ptr, qp.data.ptr, qn.data.ptr, cand.data.ptr, k,
+                out.data.ptr, cnt.data.ptr, q * k)):
+            return out[0], out[1]
         if PTR_ARGS:  # the results' addresses as integers: their views made after the launch
             p = out.data.ptr
             fn((grid[0], 1), block, (mp, mn, qp, qn, _NULL, *pre, *post, cand, kk, np.uint64(p),
@@ -105,20 +116,49 @@ def search(be, sl, qp, qn, mp, mn, k: int, kb: int):
 
 def scan_tma(be, sl, w: int, kb: int):
     """(fn, shared memory, blocks) of search_scan_tma (lists of kb keys; 0: scores) when sl.SCAN
-    is "tma<STAGES>", the device has compute 9.0+ and the buffers fit, else None. Blocks:
-    sl.TMA_BLOCKS a SM, or as many as shared memory holds (at most 4)."""
+    is "tma<STAGES>" or "tma<STAGES>v" (the query as 4 shifted copies), the device has compute
+    9.0+ and the buffers fit, else None. Blocks: sl.TMA_BLOCKS a SM, or as many as shared memory
+    holds (at most 4)."""
     scan = sl.SCAN
     if not (isinstance(scan, str) and scan.startswith("tma")) or int(
             be._cp.cuda.Device().compute_capability) < 90:
         return None
-    stages, span = int(scan[3:]), _cdiv(w, 4) + 1
-    smem = 64 * stages + 16 * _cdiv(2 * w, 4) + 8 * stages * 2 * span * 16
+    vq = scan.endswith("v")
+    stages, span = int(scan[3:len(scan) - vq]), _cdiv(w, 4) + 1
+    smem = 64 * stages + (128 * span if vq else 16 * _cdiv(2 * w, 4)) + 8 * stages * 2 * span * 16
     if smem > 227 * 1024:
         return None
-    fn = kernels.function(sl.SEARCH_TMA, f"scan_tma{stages}_k{kb}")
+    fn = kernels.function(sl.SEARCH_TMA, f"scan_tma{stages}{'v' if vq else ''}_k{kb}")
     sl._allow_smem(fn, smem)
     per_sm = sl.TMA_BLOCKS or max(1, min(4, (228 * 1024) // (smem + 1024)))
     return fn, smem, be._sm_count() * per_sm
+
+
+def _raw(cp, plan, fn, gx: int, smem: int, stream: int, v: tuple) -> bool:
+    """Launch the one-query scan by ``cuLaunchKernel`` on a parameter block kept per plan and
+    thread (13 eight-byte slots; the int32 ones hold their value in the low bytes), rewriting only
+    the addresses and k: v = (mp, mn, qp, qn, candidates, k, results, counter, q k). False where
+    CuPy has no ``driver.launchKernel`` (the caller then launches through CuPy)."""
+    launch = getattr(cp.cuda.driver, "launchKernel", None)
+    if launch is None:
+        return False
+    tl = _raw_blocks.get(id(plan))
+    if tl is None or tl[0] is not plan:
+        if len(_raw_blocks) >= PLANS_KEEP:
+            _raw_blocks.clear()
+        tl = _raw_blocks[id(plan)] = (plan, threading.local())
+    blk = getattr(tl[1], "blk", None)
+    if blk is None:
+        vals = (ctypes.c_uint64 * 13)()
+        pre, _, (w, span), _ = plan[4]
+        vals[5], vals[6], vals[7] = int(pre[0]), int(w), int(span)
+        ptrs = (ctypes.c_void_p * 13)(*[ctypes.addressof(vals) + 8 * i for i in range(13)])
+        blk = tl[1].blk = (vals, ptrs, ctypes.addressof(ptrs))
+    vals = blk[0]
+    vals[0], vals[1], vals[2], vals[3], vals[8], vals[9], vals[10], vals[12] = v[:8]
+    vals[11] = v[6] + 8 * v[8]
+    launch(fn.ptr, gx, 1, 1, 256, 1, 1, smem, stream, blk[2], 0)
+    return True
 
 
 def _plan(be, sl, q: int, w: int, m: int, kb: int, aligned: bool):
@@ -179,4 +219,4 @@ def _plan(be, sl, q: int, w: int, m: int, kb: int, aligned: bool):
     return fn, (gx, 8 * nt), (32 * warps,), smem, scalars, group, per_query, merge, np.int64(per_query)
 
 
-__all__ = ["CAND_KEEP", "PLANS_KEEP", "PTR_ARGS", "cached", "scan_tma", "search"]
+__all__ = ["CAND_KEEP", "PLANS_KEEP", "PTR_ARGS", "RAW_LAUNCH", "cached", "scan_tma", "search"]

@@ -67,11 +67,13 @@ SEARCH_CP = kernels.ModuleSpec("vsa_search_cp", "vsa_search_cp.cu", {
     **{f"scan_cp{st}_k{kk}": f"ptg::search_scan_cp<{st}, {kk}>" for st in FUSED_SCAN_STAGES
        for kk in FUSED_K}}, extra=load_source("cuda", "vsa_search.cu") + load_source("cuda", "vsa_topk.cu"))
 #: STAGES of search_scan_tma (cuda/vsa_search_tma.cu: rows by sm_90 bulk copies), each with K = 0
-#: and the FUSED_K lists; SCAN = "tma<STAGES>" picks one where the device has compute 9.0+.
+#: and the FUSED_K lists, with the query as words or as 4 shifted copies read 16 bytes at a time
+#: ("v"); SCAN = "tma<STAGES>[v]" picks one where the device has compute 9.0+.
 SCAN_TMA_STAGES = (3, 4, 6, 8)
 SEARCH_TMA = kernels.ModuleSpec("vsa_search_tma", "vsa_search_tma.cu", {
-    **{f"scan_tma{st}_k{kk}": f"ptg::search_scan_tma<{st}, {kk}>" for st in SCAN_TMA_STAGES
-       for kk in (0, *FUSED_K)}}, extra=load_source("cuda", "vsa_topk.cu"))
+    **{f"scan_tma{st}{v}_k{kk}": f"ptg::search_scan_tma<{st}, {kk}, {'true' if v else 'false'}>"
+       for st in SCAN_TMA_STAGES for kk in (0, *FUSED_K) for v in ("", "v")}},
+    extra=load_source("cuda", "vsa_topk.cu"))
 #: int16 top-k vectors in flight a lane (topk_one_v, 16-byte loads; search_two.TOPK_VEC picks).
 TOPK_V = (4, 8)
 TOPK = kernels.ModuleSpec("vsa_topk", "vsa_topk.cu", {
