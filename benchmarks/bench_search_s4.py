@@ -9,12 +9,15 @@ Memory 200,000 x 10,000 trits resident (cupy planes), k = 10, 1 and 64 queries.
    read-only streaming of 500.8 MB (benchmarks/probe_read_bw.cu: 16-byte loads, bulk copies).
 3. One query, ``tg.search`` (resident (1, W) query and memory): CUDA events around each call
    (cupyx ``benchmark``, median of 300); the kernels alone (``be._search`` back to back, events);
-   the host time of one public call on 256 rows. Variants: search_scan_cp (3 stages, the s3
-   default) with the results passed as views / as addresses (search_fused.PTR_ARGS);
-   search_scan_tma at 3, 4, 6, 8 stages and several blocks a SM.
+   the host time of one public call on 256 rows; the scan kernel alone with and without its
+   last-block merge (graph of 20). Variants: search_scan_cp (3 stages, the s3 default) with the
+   results passed as views / as addresses (search_fused.PTR_ARGS); search_scan_tma at 3, 4, 6, 8
+   stages, 1-3 blocks a SM, the query as words or 4 shifted copies ("v"); the launch through
+   cuLaunchKernel (search_fused.RAW_LAUNCH). The defaults after s4: tma3, 2 a SM, raw.
 4. 64 queries: ``tg.search`` events, and the top-k launch alone (graph of 20) for topk_one_w
-   (the s3 default) against topk_one_v (16-byte int16 loads, 4 or 8 in flight a lane) at 128 and
-   256 scores a thread; the scoring kernel alone.
+   (the s3 default) against topk_one_v (16-byte int16 loads, 4 or 8 in flight a lane, a packed
+   int16 max prefilter) at 128, 256 and 512 scores a thread; the scoring kernel alone. The
+   defaults after s4: topk_one_v, 4 vectors, 256 a thread.
 5. Baselines: CuPy float32 ``mem @ q`` + argsort (1 and 64 queries).
 
     python benchmarks/bench_search_s4.py [--quick] [--json PATH]
@@ -46,17 +49,18 @@ from pytropical_gpu import TernaryVec  # noqa: E402
 from pytropical_gpu.backends.cuda import search_fused, search_launch, search_two  # noqa: E402
 
 MODS = {"sl": search_launch, "fused": search_fused, "two": search_two}
-ONE = {"cp3 views (s3 default)": {"sl.SCAN": "cp3", "fused.PTR_ARGS": False},
-       "cp3 ptr": {"sl.SCAN": "cp3"},
-       "tma3 2/SM": {"sl.SCAN": "tma3", "sl.TMA_BLOCKS": 2},
-       "tma4 2/SM": {"sl.SCAN": "tma4", "sl.TMA_BLOCKS": 2},
-       **{f"tma{st}v {b}/SM": {"sl.SCAN": f"tma{st}v", "sl.TMA_BLOCKS": b}
+_NR = {"fused.RAW_LAUNCH": False}  # the rows as run in s4b (RAW_LAUNCH was off by default then)
+ONE = {"cp3 views (s3 default)": {"sl.SCAN": "cp3", "fused.PTR_ARGS": False, **_NR},
+       "cp3 ptr": {"sl.SCAN": "cp3", **_NR},
+       "tma3 2/SM": {"sl.SCAN": "tma3", "sl.TMA_BLOCKS": 2, **_NR},
+       "tma4 2/SM": {"sl.SCAN": "tma4", "sl.TMA_BLOCKS": 2, **_NR},
+       **{f"tma{st}v {b}/SM": {"sl.SCAN": f"tma{st}v", "sl.TMA_BLOCKS": b, **_NR}
           for st, b in ((3, 2), (4, 2), (3, 3), (6, 1), (8, 1))},
        "tma3 2/SM raw": {"sl.SCAN": "tma3", "sl.TMA_BLOCKS": 2, "fused.RAW_LAUNCH": True},
        "tma4v 2/SM raw": {"sl.SCAN": "tma4v", "sl.TMA_BLOCKS": 2, "fused.RAW_LAUNCH": True},
        "tma6v 1/SM raw": {"sl.SCAN": "tma6v", "sl.TMA_BLOCKS": 1, "fused.RAW_LAUNCH": True}}
-MANY = {"one_w 128 (s3 default)": {},
-        "one_w 256": {"sl.TOPK_PER_THREAD": 256},
+MANY = {"one_w 128 (s3 default)": {"two.TOPK_VEC": 0, "sl.TOPK_PER_THREAD": 128},
+        "one_w 256": {"two.TOPK_VEC": 0, "sl.TOPK_PER_THREAD": 256},
         **{f"one_v{v} {t}": {"two.TOPK_VEC": v, "sl.TOPK_PER_THREAD": t}
            for v in (4, 8) for t in (128, 256, 512)}}
 

@@ -28,11 +28,11 @@ CAND_KEEP = 1 << 24
 PLANS_KEEP = 256
 
 #: the one-query launch takes the results' addresses as integers and makes their views after it
-#: (host work before the launch counts where the device waits for it).
+#: (host work before the launch counts where the device waits for it; H200, s4: 3-8 us).
 PTR_ARGS = True
 #: the one-query launch through ``cuLaunchKernel`` on a kept parameter block (no CuPy argument
-#: packing), where CuPy exposes it.
-RAW_LAUNCH = False
+#: packing), where CuPy exposes it (H200, s4: host time a public call 25 us against 29-30).
+RAW_LAUNCH = True
 
 _NULL = np.uint64(0)  # the unused score pointer
 _plans: dict[tuple, tuple | None] = {}
@@ -173,10 +173,11 @@ def _plan(be, sl, q: int, w: int, m: int, kb: int, aligned: bool):
             fn, smem, gx = tma
             gx = max(1, min(_cdiv(m, 8), gx))
         else:
-            scan = sl.SCAN if isinstance(sl.SCAN, str) and sl.SCAN.startswith("cp") else None
-            if scan is None or int(scan[2:]) not in sl.FUSED_SCAN_STAGES:
+            scan = sl.SCAN if isinstance(sl.SCAN, str) else None
+            stages = (None if scan is None else int(scan[2:]) if scan.startswith("cp")
+                      else 3 if scan.startswith("tma") else None)
+            if stages not in sl.FUSED_SCAN_STAGES:  # "tma..." where bulk copies cannot run: cp3
                 return None
-            stages = int(scan[2:])
             smem = 16 * _cdiv(2 * w, 4) + 8 * stages * 2 * span * 16
             if smem > 110 * 1024:
                 return None

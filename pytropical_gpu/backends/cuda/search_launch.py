@@ -5,15 +5,15 @@ scores never leave it.
 From :data:`MMA_FROM_Q` queries on, the scores come from ``search_mma``: 1-bit tensor cores
 (``mma.sync`` b1 AND + popcount, three products per 256 trits), the memory read once per block of
 ``8 NT`` queries at 0.25 byte a trit (``search_mma_cp``, which stages the rows through shared
-memory, measured slower and stays for the benchmarks). One query: ``search_scan_cp`` (rows copied
-into shared memory by ``cp.async``; planes at a 16-byte aligned address), else ``search_scan``
+memory, measured slower and stays for the benchmarks). One query: ``search_scan_tma`` (rows by
+sm_90 bulk copies) or ``search_scan_cp`` (by ``cp.async``; planes 16-byte aligned), else ``search_scan``
 (16-byte reads) or ``search_popc`` (4-byte reads, any alignment). The top-k is two passes
 (``topk_scores`` per block of rows, ``topk_merge`` per query) for k <= 64; for k <= 32 the first
-pass is fused into ``search_scan_cp`` (one query) and, at the widths :data:`FUSED_NT` names, into
+pass is fused into the one-query scan and, at the widths :data:`FUSED_NT` names, into
 ``search_mma`` (search_fused.py: no score matrix, one launch fewer), unless :data:`FUSE` is off;
 the one-query scan's last block merges (:data:`LAST_MERGE`: one launch). Otherwise, from 2
 queries with k <= 32, search_two.py (:data:`PLANNED`): the kept launch plan, int16 scores where
-dim < 2^15, and ``topk_one_w`` (the top-k's blocks and merge in one launch). A larger k sorts the
+dim < 2^15, and ``topk_one_v``/``_w`` (the top-k's blocks and merge in one launch). A larger k sorts the
 int32 scores (``CudaBackend._topk``). Rows of 2^30 trits or more, or 2^31 rows or more, take the
 previous path (``_dot`` then ``_topk``), whose int64 scores cannot overflow. Measurements:
 ``benchmarks/results/search_cuda_notes.md``.
@@ -117,10 +117,13 @@ MMA_FROM_Q = 2
 VARIANT = None
 #: the one-query kernel: a value of SCAN_U (search_scan, vectors in flight a lane), "cp3"/"cp5"
 #: (search_scan_cp, its STAGES; rows whose buffers do not fit in shared memory take search_scan)
-#: or "tma<N>" (search_scan_tma at N = SCAN_TMA_STAGES; cp3 below compute 9.0).
-SCAN = "cp3"
-#: blocks a SM of search_scan_tma (None: as many as shared memory holds, at most 4).
-TMA_BLOCKS = None
+#: or "tma<N>[v]" (search_scan_tma at N = SCAN_TMA_STAGES; cp3 below compute 9.0). H200, s4: tma3
+#: at 2 blocks a SM, 0.144 ms scan + merge against 0.148 for cp3 (tma3v 0.142; 1 block a SM with
+#: 6-8 stages 0.160-0.175: 8 warps a SM cannot keep up with the rows' arithmetic).
+SCAN = "tma3"
+#: blocks a SM of search_scan_tma (None: as many as shared memory holds, at most 4; H200, s4:
+#: 2 beat 3 by 4-6 us at 3 stages).
+TMA_BLOCKS: int | None = 2
 #: dynamic shared memory a search_mma block may take (the query planes of a chunk of the row).
 SMEM_BUDGET = 200 * 1024
 #: unused dynamic shared memory added to an unfused search_mma block (benchmarks: the L1 it costs).
@@ -128,8 +131,9 @@ SMEM_PAD = 0
 #: bytes of int32 scores one pass over the memory holds (more queries: several passes).
 SCORES_BUDGET = 1 << 28
 #: scores a thread of topk_scores takes (its block: 256 threads). H200, v9, 64 queries: 128 (7
-#: blocks a query) beat 64 by 10 us and 16 by 60: each block pays its lists' first insertions.
-TOPK_PER_THREAD = 128
+#: blocks a query) beat 64 by 10 us and 16 by 60: each block pays its lists' first insertions;
+#: s4: 256 (5 blocks a query) 1 us faster again, both with topk_one_w and topk_one_v.
+TOPK_PER_THREAD = 256
 
 _I32 = 2**31 - 1
 _NULL, _ZERO = np.uint64(0), np.int32(0)  # the unfused kernels' candidate pointer, k, flags
@@ -195,8 +199,8 @@ def scores(be, qp, qn, mp, mn):
                (mp, mn, qp, qn, s, np.int64(m), np.int64(w), np.int32(span), _NULL, _ZERO,
                 _NULL, _NULL, _NULL), shared_mem=smem)
             return s
-        if isinstance(SCAN, str) and SCAN.startswith("cp"):
-            stages = int(SCAN[2:])
+        if isinstance(SCAN, str):  # "tma..." where bulk copies cannot run: cp3
+            stages = int(SCAN[2:]) if SCAN.startswith("cp") else 3
             smem = 16 * _cdiv(2 * w, 4) + 8 * stages * 2 * span * 16
             if smem <= 110 * 1024:
                 fn = kernels.function(SEARCH_CP, f"scan_cp{stages}")
