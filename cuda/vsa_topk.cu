@@ -280,6 +280,71 @@ topk_one_w(const ST* __restrict__ S, i64* __restrict__ cand, i64 M, i64 chunk, i
   if (last_of(counters + q, gridDim.x)) merge_keys<K>(qc, gridDim.x, idx + q * k, val + q * k, k);
 }
 
+// As wl_scan for int16 scores read 8 at a time: V 16-byte vectors a lane in flight (a warp's
+// batch: 256 V scores, the block's 2,048 V). s + lo 16-byte aligned, lo and hi multiples of 8
+// (search_two.py checks M and the chunk). A lane's keys go to the list only when its batch's best
+// score (a packed max of the int16 pairs, __vmaxs2) reaches the score of the list's threshold: a
+// key beating the threshold has at least its score. The first batch floors the list as in wl_scan.
+template <int V>
+__device__ __forceinline__ void wl_scan_v(const short* __restrict__ s, i64 lo, i64 hi, i64& mine,
+                                          int k) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  i64 thr = PTG_EMPTY, floor = PTG_EMPTY;
+  bool first = true;
+  for (i64 b = lo + (i64)warp * (256 * V); b < hi; b += 2048 * V) {  // warp-uniform
+    uint4 v[V];
+    unsigned m2 = 0x80008000u;  // both halves -32768
+#pragma unroll
+    for (int u = 0; u < V; ++u) {
+      const i64 e = b + (i64)(u * 32 + lane) * 8;
+      v[u] = e < hi ? __ldcs(reinterpret_cast<const uint4*>(s + e))
+                    : make_uint4(0x80008000u, 0x80008000u, 0x80008000u, 0x80008000u);
+      m2 = __vmaxs2(m2, __vmaxs2(__vmaxs2(v[u].x, v[u].y), __vmaxs2(v[u].z, v[u].w)));
+    }
+    const int ms = max((int)(short)(m2 & 0xffffu), (int)m2 >> 16);  // lane's best score
+    if (first) {  // the k-th best of the lanes' best keys has k keys >= it (one a lane)
+      i64 mx = PTG_EMPTY;
+#pragma unroll
+      for (int u = 0; u < V; ++u) {
+        const i64 e = b + (i64)(u * 32 + lane) * 8;
+        const unsigned wd[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const int sc = (j & 1) ? ((int)wd[j >> 1] >> 16) : (int)(short)(wd[j >> 1] & 0xffffu);
+          if (e < hi) mx = max(mx, key_of(sc, e + j));
+        }
+      }
+      thr = floor = wl_floor(warp_kth(mx, lane, k - 1));
+      first = false;
+    }
+    if (!__any_sync(0xffffffffu, ms >= (int)(thr >> 32))) continue;
+#pragma unroll
+    for (int u = 0; u < V; ++u) {
+      const i64 e = b + (i64)(u * 32 + lane) * 8;
+      const unsigned wd[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const int sc = (j & 1) ? ((int)wd[j >> 1] >> 16) : (int)(short)(wd[j >> 1] & 0xffffu);
+        wl_feed_f(mine, thr, key_of(sc, e + j), e < hi && ms >= (int)(thr >> 32), lane, k - 1,
+                  floor);
+      }
+    }
+  }
+}
+
+// topk_one_w for int16 scores with wl_scan_v (M and the chunk multiples of 8).
+template <int K, int V>
+__global__ void __launch_bounds__(256)
+topk_one_v(const short* __restrict__ S, i64* __restrict__ cand, i64 M, i64 chunk, int k,
+           long long* __restrict__ idx, long long* __restrict__ val, unsigned* __restrict__ counters) {
+  const i64 q = blockIdx.y, c = blockIdx.x;
+  i64 mine = PTG_EMPTY;
+  wl_scan_v<V>(S + q * M, c * chunk, min(M, c * chunk + chunk), mine, k);
+  i64* qc = cand + q * gridDim.x * K;
+  wl_block<K>(mine, qc + c * K, k);
+  if (last_of(counters + q, gridDim.x)) merge_keys<K>(qc, gridDim.x, idx + q * k, val + q * k, k);
+}
+
 // As topk_merge, with warp lists (K <= 32) kept to their first k lanes.
 template <int K>
 __global__ void __launch_bounds__(256)

@@ -15,6 +15,9 @@ read from there at every call.
 
 from __future__ import annotations
 
+import ctypes
+import threading
+
 import numpy as np
 
 from . import kernels
@@ -24,8 +27,16 @@ CAND_KEEP = 1 << 24
 #: launch plans kept (the table is emptied when it reaches this many shapes).
 PLANS_KEEP = 256
 
+#: the one-query launch takes the results' addresses as integers and makes their views after it
+#: (host work before the launch counts where the device waits for it; H200, s4: 3-8 us).
+PTR_ARGS = True
+#: the one-query launch through ``cuLaunchKernel`` on a kept parameter block (no CuPy argument
+#: packing), where CuPy exposes it (H200, s4: host time a public call 25 us against 29-30).
+RAW_LAUNCH = True
+
 _NULL = np.uint64(0)  # the unused score pointer
 _plans: dict[tuple, tuple | None] = {}
+_raw_blocks: dict[int, tuple] = {}
 _cand: dict[tuple, object] = {}
 _counters: dict[tuple, object] = {}
 
@@ -57,13 +68,13 @@ def search(be, sl, qp, qn, mp, mn, k: int, kb: int):
     aligned = mp.data.ptr % 16 == 0 and mn.data.ptr % 16 == 0
     dev = cp.cuda.runtime.getDevice()
     key = (dev, q, w, m, kb, aligned, sl.ENGINE, sl.VARIANT, sl.SCAN, sl.MMA_FROM_Q,
-           sl.SMEM_BUDGET, sl.SCORES_BUDGET, sl.DOUBLE_BUFFER, sl.FUSED_NT, sl.NARROW, sl.LAST_MERGE)
+           sl.SMEM_BUDGET, sl.SCORES_BUDGET, sl.DOUBLE_BUFFER, sl.FUSED_NT, sl.NARROW, sl.LAST_MERGE,
+           sl.TMA_BLOCKS)
     plan = cached(_plans, key, lambda: _plan(be, sl, q, w, m, kb, aligned))
     if plan is None:
         return None
     fn, grid, block, smem, (pre, with_q, post, last), group, per_query, merge, n = plan
     out = cp.empty((2, q, k), np.int64)  # idx, vals: one allocation
-    idx, val = out[0], out[1]
     nbytes = 8 * min(q, group) * per_query
     skey = (dev, cp.cuda.get_current_stream().ptr)
     cand = _cand.get(skey)
@@ -76,9 +87,19 @@ def search(be, sl, qp, qn, mp, mn, k: int, kb: int):
         cnt = _counters.get(skey)
         if cnt is None:
             cnt = _counters[skey] = cp.zeros(1, np.uint32)
-        fn((grid[0], 1), block, (mp, mn, qp, qn, _NULL, *pre, *post, cand, kk, idx, val, cnt),
-           shared_mem=smem)
-        return idx, val
+        if RAW_LAUNCH and _raw(cp, plan, fn, grid[0], smem, skey[1], (
+                mp.data.ptr, mn.data.ptr, qp.data.ptr, qn.data.ptr, cand.data.ptr, k,
+                out.data.ptr, cnt.data.ptr, q * k)):
+            return out[0], out[1]
+        if PTR_ARGS:  # the results' addresses as integers: their views made after the launch
+            p = out.data.ptr
+            fn((grid[0], 1), block, (mp, mn, qp, qn, _NULL, *pre, *post, cand, kk, np.uint64(p),
+                                     np.uint64(p + 8 * q * k), cnt), shared_mem=smem)
+            return out[0], out[1]
+        fn((grid[0], 1), block, (mp, mn, qp, qn, _NULL, *pre, *post, cand, kk, out[0], out[1],
+                                 cnt), shared_mem=smem)
+        return out[0], out[1]
+    idx, val = out[0], out[1]
     if group >= q:
         fn((grid[0], _cdiv(q, grid[1])), block,
            (mp, mn, qp, qn, _NULL, *pre, *with_q, *post, cand, kk, *last), shared_mem=smem)
@@ -93,6 +114,53 @@ def search(be, sl, qp, qn, mp, mn, k: int, kb: int):
     return idx, val
 
 
+def scan_tma(be, sl, w: int, kb: int):
+    """(fn, shared memory, blocks) of search_scan_tma (lists of kb keys; 0: scores) when sl.SCAN
+    is "tma<STAGES>" or "tma<STAGES>v" (the query as 4 shifted copies), the device has compute
+    9.0+ and the buffers fit, else None. Blocks: sl.TMA_BLOCKS a SM, or as many as shared memory
+    holds (at most 4)."""
+    scan = sl.SCAN
+    if not (isinstance(scan, str) and scan.startswith("tma")) or int(
+            be._cp.cuda.Device().compute_capability) < 90:
+        return None
+    vq = scan.endswith("v")
+    stages, span = int(scan[3:len(scan) - vq]), _cdiv(w, 4) + 1
+    smem = 64 * stages + (128 * span if vq else 16 * _cdiv(2 * w, 4)) + 8 * stages * 2 * span * 16
+    if smem > 227 * 1024:
+        return None
+    fn = kernels.function(sl.SEARCH_TMA, f"scan_tma{stages}{'v' if vq else ''}_k{kb}")
+    sl._allow_smem(fn, smem)
+    per_sm = sl.TMA_BLOCKS or max(1, min(4, (228 * 1024) // (smem + 1024)))
+    return fn, smem, be._sm_count() * per_sm
+
+
+def _raw(cp, plan, fn, gx: int, smem: int, stream: int, v: tuple) -> bool:
+    """Launch the one-query scan by ``cuLaunchKernel`` on a parameter block kept per plan and
+    thread (13 eight-byte slots; the int32 ones hold their value in the low bytes), rewriting only
+    the addresses and k: v = (mp, mn, qp, qn, candidates, k, results, counter, q k). False where
+    CuPy has no ``driver.launchKernel`` (the caller then launches through CuPy)."""
+    launch = getattr(cp.cuda.driver, "launchKernel", None)
+    if launch is None:
+        return False
+    tl = _raw_blocks.get(id(plan))
+    if tl is None or tl[0] is not plan:
+        if len(_raw_blocks) >= PLANS_KEEP:
+            _raw_blocks.clear()
+        tl = _raw_blocks[id(plan)] = (plan, threading.local())
+    blk = getattr(tl[1], "blk", None)
+    if blk is None:
+        vals = (ctypes.c_uint64 * 13)()
+        pre, _, (w, span), _ = plan[4]
+        vals[5], vals[6], vals[7] = int(pre[0]), int(w), int(span)
+        ptrs = (ctypes.c_void_p * 13)(*[ctypes.addressof(vals) + 8 * i for i in range(13)])
+        blk = tl[1].blk = (vals, ptrs, ctypes.addressof(ptrs))
+    vals = blk[0]
+    vals[0], vals[1], vals[2], vals[3], vals[8], vals[9], vals[10], vals[12] = v[:8]
+    vals[11] = v[6] + 8 * v[8]
+    launch(fn.ptr, gx, 1, 1, 256, 1, 1, smem, stream, blk[2], 0)
+    return True
+
+
 def _plan(be, sl, q: int, w: int, m: int, kb: int, aligned: bool):
     """(fn, (gx, queries a block), block, smem, (scalar args before the query count, the count
     (none for the one-query kernel), after it, after k), query group, candidates a query, merge
@@ -100,15 +168,22 @@ def _plan(be, sl, q: int, w: int, m: int, kb: int, aligned: bool):
     sms = be._sm_count()
     merge = kernels.function(sl.TOPK, f"merge{kb}")
     if q == 1 and aligned and (sl.ENGINE == "scan" or (sl.ENGINE == "auto" and q < sl.MMA_FROM_Q)):
-        if not isinstance(sl.SCAN, str) or int(sl.SCAN[2:]) not in sl.FUSED_SCAN_STAGES:
-            return None
-        stages, span = int(sl.SCAN[2:]), _cdiv(w, 4) + 1
-        smem = 16 * _cdiv(2 * w, 4) + 8 * stages * 2 * span * 16
-        if smem > 110 * 1024:
-            return None
-        fn = kernels.function(sl.SEARCH_CP, f"scan_cp{stages}_k{kb}")
-        sl._allow_smem(fn, smem)
-        gx = max(1, min(_cdiv(m, 8), sms * 2))
+        span, tma = _cdiv(w, 4) + 1, scan_tma(be, sl, w, kb)
+        if tma is not None:
+            fn, smem, gx = tma
+            gx = max(1, min(_cdiv(m, 8), gx))
+        else:
+            scan = sl.SCAN if isinstance(sl.SCAN, str) else None
+            stages = (None if scan is None else int(scan[2:]) if scan.startswith("cp")
+                      else 3 if scan.startswith("tma") else None)
+            if stages not in sl.FUSED_SCAN_STAGES:  # "tma..." where bulk copies cannot run: cp3
+                return None
+            smem = 16 * _cdiv(2 * w, 4) + 8 * stages * 2 * span * 16
+            if smem > 110 * 1024:
+                return None
+            fn = kernels.function(sl.SEARCH_CP, f"scan_cp{stages}_k{kb}")
+            sl._allow_smem(fn, smem)
+            gx = max(1, min(_cdiv(m, 8), sms * 2))
         last = () if sl.LAST_MERGE else (_NULL, _NULL, _NULL)  # no idx, val, counter: merge after
         return (fn, (gx, 1), (256,), smem, ((np.int64(m),), (), (np.int64(w), np.int32(span)), last),
                 1, gx * kb, None if sl.LAST_MERGE else merge, np.int64(gx * kb))
@@ -145,4 +220,4 @@ def _plan(be, sl, q: int, w: int, m: int, kb: int, aligned: bool):
     return fn, (gx, 8 * nt), (32 * warps,), smem, scalars, group, per_query, merge, np.int64(per_query)
 
 
-__all__ = ["CAND_KEEP", "PLANS_KEEP", "cached", "search"]
+__all__ = ["CAND_KEEP", "PLANS_KEEP", "PTR_ARGS", "RAW_LAUNCH", "cached", "scan_tma", "search"]

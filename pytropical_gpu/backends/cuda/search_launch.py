@@ -5,15 +5,15 @@ scores never leave it.
 From :data:`MMA_FROM_Q` queries on, the scores come from ``search_mma``: 1-bit tensor cores
 (``mma.sync`` b1 AND + popcount, three products per 256 trits), the memory read once per block of
 ``8 NT`` queries at 0.25 byte a trit (``search_mma_cp``, which stages the rows through shared
-memory, measured slower and stays for the benchmarks). One query: ``search_scan_cp`` (rows copied
-into shared memory by ``cp.async``; planes at a 16-byte aligned address), else ``search_scan``
+memory, measured slower and stays for the benchmarks). One query: ``search_scan_tma`` (rows by
+sm_90 bulk copies) or ``search_scan_cp`` (by ``cp.async``; planes 16-byte aligned), else ``search_scan``
 (16-byte reads) or ``search_popc`` (4-byte reads, any alignment). The top-k is two passes
 (``topk_scores`` per block of rows, ``topk_merge`` per query) for k <= 64; for k <= 32 the first
-pass is fused into ``search_scan_cp`` (one query) and, at the widths :data:`FUSED_NT` names, into
+pass is fused into the one-query scan and, at the widths :data:`FUSED_NT` names, into
 ``search_mma`` (search_fused.py: no score matrix, one launch fewer), unless :data:`FUSE` is off;
 the one-query scan's last block merges (:data:`LAST_MERGE`: one launch). Otherwise, from 2
 queries with k <= 32, search_two.py (:data:`PLANNED`): the kept launch plan, int16 scores where
-dim < 2^15, and ``topk_one_w`` (the top-k's blocks and merge in one launch). A larger k sorts the
+dim < 2^15, and ``topk_one_v``/``_w`` (the top-k's blocks and merge in one launch). A larger k sorts the
 int32 scores (``CudaBackend._topk``). Rows of 2^30 trits or more, or 2^31 rows or more, take the
 previous path (``_dot`` then ``_topk``), whose int64 scores cannot overflow. Measurements:
 ``benchmarks/results/search_cuda_notes.md``.
@@ -66,14 +66,25 @@ SEARCH_CP = kernels.ModuleSpec("vsa_search_cp", "vsa_search_cp.cu", {
     **{f"scan_cp{st}": f"ptg::search_scan_cp<{st}>" for st in SCAN_CP_STAGES},
     **{f"scan_cp{st}_k{kk}": f"ptg::search_scan_cp<{st}, {kk}>" for st in FUSED_SCAN_STAGES
        for kk in FUSED_K}}, extra=load_source("cuda", "vsa_search.cu") + load_source("cuda", "vsa_topk.cu"))
+#: STAGES of search_scan_tma (cuda/vsa_search_tma.cu: rows by sm_90 bulk copies), each with K = 0
+#: and the FUSED_K lists, with the query as words or as 4 shifted copies read 16 bytes at a time
+#: ("v"); SCAN = "tma<STAGES>[v]" picks one where the device has compute 9.0+.
+SCAN_TMA_STAGES = (3, 4, 6, 8)
+SEARCH_TMA = kernels.ModuleSpec("vsa_search_tma", "vsa_search_tma.cu", {
+    **{f"scan_tma{st}{v}_k{kk}": f"ptg::search_scan_tma<{st}, {kk}, {'true' if v else 'false'}>"
+       for st in SCAN_TMA_STAGES for kk in (0, *FUSED_K) for v in ("", "v")}},
+    extra=load_source("cuda", "vsa_topk.cu"))
+#: int16 top-k vectors in flight a lane (topk_one_v, 16-byte loads; search_two.TOPK_VEC picks).
+TOPK_V = (4, 8)
 TOPK = kernels.ModuleSpec("vsa_topk", "vsa_topk.cu", {
     **{f"topk{k}": f"ptg::topk_scores{'_w' if k <= 32 else ''}<{k}>" for k in TOPK_K},
     **{f"topk{k}_s16": f"ptg::topk_scores_w<{k}, short>" for k in FUSED_K},
     **{f"one{k}{sfx}": f"ptg::topk_one_w<{k}{', short' if sfx else ''}>" for k in FUSED_K
        for sfx in ("", "_s16")},
+    **{f"one{k}_s16_v{v}": f"ptg::topk_one_v<{k}, {v}>" for k in FUSED_K for v in TOPK_V},
     **{f"merge{k}": f"ptg::topk_merge{'_w' if k <= 32 else ''}<{k}>" for k in TOPK_K}})
 #: every module of this file (``backends.cuda.module_specs`` adds them for the nvcc compile test).
-SPECS = (SEARCH, SEARCH_CP, TOPK)
+SPECS = (SEARCH, SEARCH_CP, SEARCH_TMA, TOPK)
 
 #: k <= 32: the top-k's first pass inside the scoring kernel (search_fused.py); False: the scores
 #: written out and read back by topk_scores (benchmarks compare the two).
@@ -104,9 +115,15 @@ ENGINE = "auto"
 MMA_FROM_Q = 2
 #: a value of MMA_VARIANTS forcing the tensor-core kernel (benchmarks), or None for MMA_PICK.
 VARIANT = None
-#: the one-query kernel: a value of SCAN_U (search_scan, vectors in flight a lane) or "cp3"/"cp5"
-#: (search_scan_cp, its STAGES; rows whose buffers do not fit in shared memory take search_scan).
-SCAN = "cp3"
+#: the one-query kernel: a value of SCAN_U (search_scan, vectors in flight a lane), "cp3"/"cp5"
+#: (search_scan_cp, its STAGES; rows whose buffers do not fit in shared memory take search_scan)
+#: or "tma<N>[v]" (search_scan_tma at N = SCAN_TMA_STAGES; cp3 below compute 9.0). H200, s4: tma3
+#: at 2 blocks a SM, 0.144 ms scan + merge against 0.148 for cp3 (tma3v 0.142; 1 block a SM with
+#: 6-8 stages 0.160-0.175: 8 warps a SM cannot keep up with the rows' arithmetic).
+SCAN = "tma3"
+#: blocks a SM of search_scan_tma (None: as many as shared memory holds, at most 4; H200, s4:
+#: 2 beat 3 by 4-6 us at 3 stages).
+TMA_BLOCKS: int | None = 2
 #: dynamic shared memory a search_mma block may take (the query planes of a chunk of the row).
 SMEM_BUDGET = 200 * 1024
 #: unused dynamic shared memory added to an unfused search_mma block (benchmarks: the L1 it costs).
@@ -114,8 +131,9 @@ SMEM_PAD = 0
 #: bytes of int32 scores one pass over the memory holds (more queries: several passes).
 SCORES_BUDGET = 1 << 28
 #: scores a thread of topk_scores takes (its block: 256 threads). H200, v9, 64 queries: 128 (7
-#: blocks a query) beat 64 by 10 us and 16 by 60: each block pays its lists' first insertions.
-TOPK_PER_THREAD = 128
+#: blocks a query) beat 64 by 10 us and 16 by 60: each block pays its lists' first insertions;
+#: s4: 256 (5 blocks a query) 1 us faster again, both with topk_one_w and topk_one_v.
+TOPK_PER_THREAD = 256
 
 _I32 = 2**31 - 1
 _NULL, _ZERO = np.uint64(0), np.int32(0)  # the unfused kernels' candidate pointer, k, flags
@@ -174,8 +192,15 @@ def scores(be, qp, qn, mp, mn):
     scan = q == 1 and mp.data.ptr % 16 == 0 and mn.data.ptr % 16 == 0
     if scan and (ENGINE == "scan" or (ENGINE == "auto" and q < MMA_FROM_Q)):
         span = _cdiv(w, 4) + 1  # 16-byte vectors covering a row at any alignment
-        if isinstance(SCAN, str):
-            stages = int(SCAN[2:])
+        tma = search_fused.scan_tma(be, sys.modules[__name__], w, 0)
+        if tma is not None:
+            fn, smem, gx = tma
+            fn((max(1, min(_cdiv(m, 8), gx)),), (256,),
+               (mp, mn, qp, qn, s, np.int64(m), np.int64(w), np.int32(span), _NULL, _ZERO,
+                _NULL, _NULL, _NULL), shared_mem=smem)
+            return s
+        if isinstance(SCAN, str):  # "tma..." where bulk copies cannot run: cp3
+            stages = int(SCAN[2:]) if SCAN.startswith("cp") else 3
             smem = 16 * _cdiv(2 * w, 4) + 8 * stages * 2 * span * 16
             if smem <= 110 * 1024:
                 fn = kernels.function(SEARCH_CP, f"scan_cp{stages}")

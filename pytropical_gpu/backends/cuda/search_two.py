@@ -19,6 +19,10 @@ from . import kernels, search_fused
 
 #: score, candidate and counter buffers up to this many bytes are kept between calls.
 KEEP = 1 << 27
+#: int16 scores, M a multiple of 8: topk_one_v with this many 16-byte vectors a lane in flight
+#: (a value of search_launch.TOPK_V), or 0 for topk_one_w (one score a load). H200, s4, 64
+#: queries: 4 vectors, top-k 33 us against 40 (8 vectors: 40-47).
+TOPK_VEC = 4
 _NULL, _ZERO = np.uint64(0), np.int32(0)
 _plans: dict[tuple, tuple | None] = {}
 _bufs: dict[tuple, object] = {}
@@ -46,7 +50,7 @@ def search(be, sl, qp, qn, mp, mn, k: int, kb: int):
     m = mp.shape[0]
     dev = cp.cuda.runtime.getDevice()
     key = (dev, q, w, m, kb, sl.ENGINE, sl.VARIANT, sl.MMA_FROM_Q, sl.SMEM_BUDGET, sl.SMEM_PAD,
-           sl.SCORES_BUDGET, sl.SCORES16, sl.LAST_MERGE, sl.TOPK_PER_THREAD)
+           sl.SCORES_BUDGET, sl.SCORES16, sl.LAST_MERGE, sl.TOPK_PER_THREAD, TOPK_VEC)
     plan = search_fused.cached(_plans, key, lambda: _plan(be, sl, q, w, m, kb))
     if plan is None:
         return None
@@ -95,10 +99,13 @@ def _plan(be, sl, q: int, w: int, m: int, kb: int):
         group = max(per_block, group - group % per_block)
     chunks = max(_cdiv(m, 256 * sl.TOPK_PER_THREAD),
                  min(_cdiv(m, 2048), _cdiv(2 * be._sm_count(), min(q, group))))
-    chunk = _cdiv(m, chunks)
+    vec = TOPK_VEC if s16 and sl.LAST_MERGE and m % 8 == 0 else 0
+    chunk = _cdiv(_cdiv(m, chunks), 8) * 8 if vec else _cdiv(m, chunks)
     chunks = _cdiv(m, chunk)
     sfx = "_s16" if s16 else ""
-    if sl.LAST_MERGE:
+    if vec:  # 16-byte loads: each query's scores and chunk start 16-byte aligned
+        topk, merge = kernels.function(sl.TOPK, f"one{kb}_s16_v{vec}"), None
+    elif sl.LAST_MERGE:
         topk, merge = kernels.function(sl.TOPK, f"one{kb}{sfx}"), None
     else:
         topk, merge = (kernels.function(sl.TOPK, f"topk{kb}{sfx}"),
@@ -107,4 +114,4 @@ def _plan(be, sl, q: int, w: int, m: int, kb: int):
     return fn, gx, per_block, block, smem, scalars, st, group, topk, chunks, chunk, merge
 
 
-__all__ = ["KEEP", "search"]
+__all__ = ["KEEP", "TOPK_VEC", "search"]
