@@ -344,7 +344,9 @@ PTG_V4_64(unsigned long long, ulonglong2)
 // recomputes the winning chunk's terms from global memory and takes the first k whose term equals
 // the best: the same (value, smallest k) as a per-term strict comparison, since that first k lies
 // in the first chunk that reached the final value. A longer chunk spreads the compare and the two
-// selects per output (ALU-pipe instructions, as every ⊕) over more terms.
+// selects per output (ALU-pipe instructions, as every ⊕) over more terms, but its unrolled slab
+// bodies measured slower on the H200 (AK 32: -6 %, AK 64: -13 % against AK 16 with BK 16; notes,
+// session 4): the default is one slab.
 // MODE: 0 the guarded fma, 1 fma_fast (kSplit), 2 fma2_mask with the masks Am / Bm (kMask).
 // FIRST: acc holds nothing yet (the first slab of an argmax chunk).
 template <bool B> struct Flag { static constexpr bool value = B; };
@@ -423,7 +425,7 @@ __device__ __forceinline__ void slab_mma(typename SR::type (&acc)[TM][TN],
   }
 }
 
-template <class SR, int BM, int BN, int BK, int TM, int TN, int MINB, bool ARG, int AK = 32>
+template <class SR, int BM, int BN, int BK, int TM, int TN, int MINB, bool ARG, int AK = 16>
 __global__ void __launch_bounds__((BM / TM) * (BN / TN), MINB)
 sr_gemm(const typename SR::type* __restrict__ A, const typename SR::type* __restrict__ B,
         const typename SR::type* __restrict__ C, typename SR::type* __restrict__ D,

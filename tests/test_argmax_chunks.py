@@ -1,7 +1,7 @@
 """Argmax of every selective semiring where the winning k sits at chosen places of the k range:
-the CUDA tile reduces chunks of 32 terms (two 16-wide slabs; the chunk's first term starts it
-without the ⊕) and finds the winner's k again inside the winning chunk, so winners in a chunk's
-second slab, in a chunk cut by the end of k or of a split-k part, ties across and inside chunks,
+the CUDA tile reduces chunks of AK terms (one 16-wide slab by default; the chunk's first term
+starts it without the ⊕) and finds the winner's k again inside the winning chunk, so winners at
+and beside chunk edges, in a chunk cut by the end of k or of a split-k part, ties across and inside chunks,
 chunks of NaN products only (inf - inf, 0 * inf: the zero) and rows of the zero alone are placed on
 purpose; every backend runs them, against the independent reference."""
 
