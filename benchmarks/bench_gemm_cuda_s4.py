@@ -61,6 +61,17 @@ CASES = {
     "max_plus i32": ("max_plus", "int32", "ptg::MaxPlus<int>", None,
                      [(ARG_T, True, a) for a in (16, 32)] + [(ARG_T, False, 0)]),
 }
+ARG_T1, T3K16, T3T_ = (64, 64, 16, 4, 4, 1), (64, 128, 16, 8, 8, 3), (128, 64, 8, 8, 8, 3)
+#: the second run (``--second``): min_plus tiles around the first run's best (64x128x8 at 3 blocks/SM)
+#: and the argmax tile at 1 block/SM (no register cap) for the semirings with two slab bodies
+CASES2 = {
+    "min_plus f32": ("min_plus", "float32", "ptg::MinPlus<float>", None,
+                     [(T3, False, 0), (T3K16, False, 0), (T3T_, False, 0)]),
+    "max_times f32": ("max_times", "float32", "ptg::MaxTimes<float>", None,
+                      [(ARG_T, True, 16), (ARG_T1, True, 16), (ARG_T, False, 0)]),
+    "max_plus i32": ("max_plus", "int32", "ptg::MaxPlus<int>", None,
+                     [(ARG_T, True, 16), (ARG_T1, True, 16), (ARG_T, False, 0)]),
+}
 
 
 def rname(cfg, arg, ak):
@@ -116,7 +127,11 @@ def main(argv=None) -> int:
     p.add_argument("--baseline", required=True, help="the committed cuda/semiring_gemm.cu")
     p.add_argument("--workers", type=int, default=16)
     p.add_argument("--quick", action="store_true", help="small sizes (a smoke test)")
+    p.add_argument("--second", action="store_true", help="the second run's variants (CASES2)")
     args = p.parse_args(argv)
+    global CASES
+    if args.second:
+        CASES = CASES2
     import cupy as cp
 
     import pytropical_gpu as tg
@@ -244,6 +259,16 @@ def main(argv=None) -> int:
             f"{r['TOPS']:6.2f} TOPS")
         return r
 
+    if args.second:
+        for size in sorted({2048, S}):
+            for cfg, _, _ in CASES2["min_plus f32"][4]:
+                time_tile("new", "min_plus f32", cfg, False, 0, size, size, size)
+        for label in ("max_times f32", "max_plus i32"):
+            for cfg, arg, ak in CASES2[label][4]:
+                time_tile("new", label, cfg, arg, ak, S, S, S)
+        save()
+        log(f"wrote {args.json}; failed: {out['failed']}")
+        return 1 if failed else 0
     # (c) min_plus first (the reference rate of the run)
     for tag in ("new", "old"):
         for cfg in (BIG, T3, WIDE):
