@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 from reference import SEMIRINGS, ref_matmul, zero_of
 from test_matmul import rand
-
-import pytropical_gpu as tg
+from test_matmul_kernels import check_argmax
 
 SELECTIVE = [s for s in SEMIRINGS if s != "plus_times"]
 
@@ -44,12 +43,7 @@ def _operands(rng, name, dtype, m, k, n, starts):
 ], ids=["one_pass", "split_k"])
 def test_argmax_winner_placed_in_chunks(backend, rng, name, dtype, m, k, n, starts):
     a, b = _operands(rng, name, dtype, m, k, n, starts)
-    c = rand(rng, (m, n), dtype)
-    for cc in (None, c):
-        got, idx = tg.matmul(a, b, name, c=cc, return_argmax=True, backend=backend)
-        want, want_idx = ref_matmul(a, b, name, cc)
-        np.testing.assert_array_equal(got, want)
-        np.testing.assert_array_equal(idx, want_idx)
+    check_argmax(a, b, name, rand(rng, (m, n), dtype), backend)
     # the placed rows win only from their start on (else the test would not reach the chunk edges)
     _, plain_idx = ref_matmul(a, b, name)
     for i, t in enumerate(starts):
