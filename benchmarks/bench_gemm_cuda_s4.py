@@ -2,14 +2,10 @@
 ``cuda/semiring_gemm.cu`` against the committed one (``--baseline``, compiled and timed in the
 same run).
 
-(a) argmax on every selective semiring: the 64x64x16 argmax tile with argmax chunks of AK = 16,
-    32, 64 terms (a compare and two selects per output per chunk; the chunk's first term starts
-    without the ⊕), beside the same tile without argmax and the old source.
-(b) max_min / min_max f32 (int keys) and max_min i32: tile / occupancy choices (the 128x128x8
-    2 blocks/SM tile spills; 1 block/SM, 3 blocks/SM of 64x128 do not), beside min_plus.
-(c) min_plus f32 2048³: the grid decomposed: 2048 x 2048 x k for k = 512 .. 8192 (one wave;
-    the slope is the k-loop rate, the intercept the fixed cost of a call), a shape whose 264
-    tiles fill 132 SMs x 2 exactly, and the 3 blocks/SM 64x128 tile.
+(a) argmax, every selective semiring: the 64x64x16 tile with argmax chunks of AK = 16, 32, 64
+    terms, beside the same tile without argmax and the old source. (b) max_min / min_max: tile and
+    occupancy choices beside min_plus. (c) min_plus 2048³: 2048 x k x 2048 for k = 512 .. 8192
+    (slope: the loop rate; intercept: a call's fixed cost), a 264-tile shape, the 3 blocks/SM tile.
 Checks first (bit for bit against tests/reference.py: odd shapes, split k, ``c``, ±inf, ties,
 chunks of NaN products, int32 extremes and the zero in every slab); a failed variant is not timed.
 Timings: CUDA events, median, beside a device copy and cuBLAS SGEMM in the same run.
@@ -62,8 +58,7 @@ CASES = {
                      [(ARG_T, True, a) for a in (16, 32)] + [(ARG_T, False, 0)]),
 }
 ARG_T1, T3K16, T3T_ = (64, 64, 16, 4, 4, 1), (64, 128, 16, 8, 8, 3), (128, 64, 8, 8, 8, 3)
-#: the second run (``--second``): min_plus tiles around the first run's best (64x128x8 at 3 blocks/SM)
-#: and the argmax tile at 1 block/SM (no register cap) for the semirings with two slab bodies
+#: ``--second``: min_plus tiles around 64x128x8 3/SM; the argmax tile at 1 block/SM (two slab bodies)
 CASES2 = {
     "min_plus f32": ("min_plus", "float32", "ptg::MinPlus<float>", None,
                      [(T3, False, 0), (T3K16, False, 0), (T3T_, False, 0), (ARG_T, True, 16),
@@ -131,8 +126,7 @@ def main(argv=None) -> int:
     p.add_argument("--second", action="store_true", help="the second run's variants (CASES2)")
     args = p.parse_args(argv)
     global CASES
-    if args.second:
-        CASES = CASES2
+    CASES = CASES2 if args.second else CASES
     import cupy as cp
 
     import pytropical_gpu as tg
@@ -143,8 +137,7 @@ def main(argv=None) -> int:
     out = {"device": info, "rows": [], "checks": [], "failed": []}
     rows, failed = out["rows"], set()
 
-    def log(*a):
-        print(*a, flush=True)
+    log = print  # PYTHONUNBUFFERED=1 on the device
 
     def save():  # after every row: a run cut by its time limit keeps what it measured
         out["failed"] = [list(f) for f in sorted(failed)]
@@ -175,10 +168,8 @@ def main(argv=None) -> int:
     log(f"copy {copy_bw / 1e9:.0f} GB/s")
 
     def run_tile(spec, rl, a, b, c, arg, ks, k):
-        bk = kernels.TILES[rl][2]
-        kc = -(-(-(-k // ks)) // bk) * bk  # noqa: B002 (ceil(ceil(k / ks) / bk) * bk)
-        plan = gemm_launch.Plan("tile", rl, -(-k // kc), kc)
-        return gemm_launch.run(be, spec, a, b, c, arg, plan, False)
+        kc = -(-(-(-k // ks)) // kernels.TILES[rl][2]) * kernels.TILES[rl][2]  # noqa: B002
+        return gemm_launch.run(be, spec, a, b, c, arg, gemm_launch.Plan("tile", rl, -(-k // kc), kc), False)
 
     # ------------------------------------------------------------------ checks (new source)
     crng = np.random.default_rng(2)
@@ -270,7 +261,6 @@ def main(argv=None) -> int:
                 if cfg in (ARG_T, ARG_T1):
                     time_tile("new", label, cfg, arg, ak, S, S, S)
         save()
-        log(f"wrote {args.json}; failed: {out['failed']}")
         return 1 if failed else 0
     # (c) min_plus first (the reference rate of the run)
     for tag in ("new", "old"):
