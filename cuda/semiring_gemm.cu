@@ -129,6 +129,9 @@ template <typename T, class D> struct Base {
   __device__ __forceinline__ static T load_map(T x) { return x; }
   __device__ __forceinline__ static T store_map(T x) { return x; }
   __device__ __forceinline__ static T acc_init() { return D::load_map(D::zero()); }
+  // the first term of an argmax chunk: fma(acc_init(), a, b); functors override it without the ⊕
+  __device__ __forceinline__ static T first(T a, T b) { return D::fma(D::acc_init(), a, b); }
+  __device__ __forceinline__ static T first_fast(T a, T b) { return D::fma_fast(D::acc_init(), a, b); }
   // strict improvement of v over acc under ⊕ (argmax keeps the first, i.e. smallest, k)
   __device__ __forceinline__ static bool better(T v, T acc) { return D::add(v, acc) == v && v != acc; }
 };
@@ -153,6 +156,11 @@ template <typename T, bool MAX> struct TropPlus : Base<T, TropPlus<T, MAX> > {
     if constexpr (IsFloat<T>::value) return add(acc, a + b);
     else return MAX ? fast_max_plus(acc, a, b) : fast_min_plus(acc, a, b);
   }
+  // zero ⊕ x == x for every product but a float NaN one (inf - inf), which then starts the chunk
+  // in place of the zero: fminf/fmaxf drop it at the next term and `better` is false for it, so
+  // the chunk's value and winner are the same (argmax chunks, sr_gemm)
+  __device__ __forceinline__ static T first(T a, T b) { return mul(a, b); }
+  __device__ __forceinline__ static T first_fast(T a, T b) { return a + b; }  // int: |x| < 2^30
   static constexpr bool kMask = IsInt32<T>::value;
   __device__ __forceinline__ static bool mask_ok(T x) { return x == zero() || fast_ok(x); }
   __device__ __forceinline__ static T mask_of(T x) {
@@ -181,6 +189,9 @@ template <typename T, bool MAX> struct TropTimes : Base<T, TropTimes<T, MAX> > {
   __device__ __forceinline__ static bool fast_ok(T x) { return x != zero(); }
   __device__ __forceinline__ static T fma_fast(T acc, T a, T b) { return add(acc, plain_mul(a, b)); }
   __device__ __forceinline__ static bool better(T v, T acc) { return MAX ? v > acc : v < acc; }
+  // as TropPlus::first (a NaN product, 0 * inf, may start a chunk; it never wins)
+  __device__ __forceinline__ static T first(T a, T b) { return mul(a, b); }
+  __device__ __forceinline__ static T first_fast(T a, T b) { return plain_mul(a, b); }
 };
 template <typename T> using MinTimes = TropTimes<T, false>;
 template <typename T> using MaxTimes = TropTimes<T, true>;
@@ -191,6 +202,7 @@ template <typename T> struct MinMax : Base<T, MinMax<T> > {
   __device__ __forceinline__ static T one() { return Lim<T>::lo(); }
   __device__ __forceinline__ static T add(T x, T y) { return vmin(x, y); }
   __device__ __forceinline__ static T mul(T a, T b) { return vmax(a, b); }
+  __device__ __forceinline__ static T first(T a, T b) { return mul(a, b); }  // no NaN operands
   __device__ __forceinline__ static bool better(T v, T acc) { return v < acc; }
   static constexpr bool kPair = IsInt32<T>::value;
   __device__ __forceinline__ static T fma2(T acc, T a0, T b0, T a1, T b1) {
@@ -203,6 +215,7 @@ template <typename T> struct MaxMin : Base<T, MaxMin<T> > {
   __device__ __forceinline__ static T one() { return Lim<T>::hi(); }
   __device__ __forceinline__ static T add(T x, T y) { return vmax(x, y); }
   __device__ __forceinline__ static T mul(T a, T b) { return vmin(a, b); }
+  __device__ __forceinline__ static T first(T a, T b) { return mul(a, b); }  // no NaN operands
   __device__ __forceinline__ static bool better(T v, T acc) { return v > acc; }
   static constexpr bool kPair = IsInt32<T>::value;
   __device__ __forceinline__ static T fma2(T acc, T a0, T b0, T a1, T b1) {
@@ -215,11 +228,12 @@ template <typename T> struct MaxMin : Base<T, MaxMin<T> > {
 // so the k-loop runs the int32 3-input path; store_map turns the result back into the float.
 // add stays the float ⊕ (the epilogue's c and sr_combine see floats). -0.0 orders below +0.0 as a
 // key; both compare equal as floats, so the result equals the float fold's value.
+// (negative: the magnitude bits flipped; as a shift and one LOP3, not a compare and a select)
 __device__ __forceinline__ int fkey(float x) {
   const int b = __float_as_int(x);
-  return b >= 0 ? b : b ^ 0x7fffffff;
+  return b ^ ((b >> 31) & 0x7fffffff);
 }
-__device__ __forceinline__ float funkey(int k) { return __int_as_float(k >= 0 ? k : k ^ 0x7fffffff); }
+__device__ __forceinline__ float funkey(int k) { return __int_as_float(k ^ ((k >> 31) & 0x7fffffff)); }
 template <bool MAX> struct KeyMinMax : Base<float, KeyMinMax<MAX> > {
   __device__ __forceinline__ static float zero() { return MAX ? Lim<float>::lo() : Lim<float>::hi(); }
   __device__ __forceinline__ static float one() { return MAX ? Lim<float>::hi() : Lim<float>::lo(); }
@@ -324,13 +338,19 @@ PTG_V4_64(unsigned long long, ulonglong2)
 // combines the parts with sr_combine: ⊕ is associative and commutative for builtin semirings).
 // Guards: for a functor with kSplit, each slab is checked once (every operand fast_ok, block-wide)
 // and then runs the guard-free fma_fast; the others run the guarded fma.
-// Argmax: each slab is reduced on its own (plain ⊕, no index per term) and replaces the running
-// best only when strictly better, remembering the slab; the epilogue recomputes the winning slab's
-// terms from global memory and takes the first k whose term equals the best: the same (value,
-// smallest k) as a per-term strict comparison, since that first k lies in the first slab that
-// reached the final value.
+// Argmax: each chunk of AK terms (AK / BK slabs; one slab when BK >= AK) is reduced on its own
+// (plain ⊕, no index per term; its first term starts the reduction without the ⊕: SR::first) and
+// replaces the running best only when strictly better, remembering the chunk; the epilogue
+// recomputes the winning chunk's terms from global memory and takes the first k whose term equals
+// the best: the same (value, smallest k) as a per-term strict comparison, since that first k lies
+// in the first chunk that reached the final value. A longer chunk spreads the compare and the two
+// selects per output (ALU-pipe instructions, as every ⊕) over more terms, but its unrolled slab
+// bodies measured slower on the H200 (AK 32: -6 %, AK 64: -13 % against AK 16 with BK 16; notes,
+// session 4): the default is one slab.
 // MODE: 0 the guarded fma, 1 fma_fast (kSplit), 2 fma2_mask with the masks Am / Bm (kMask).
-template <class SR, int MODE, int BK, int BM, int BN, int TM, int TN>
+// FIRST: acc holds nothing yet (the first slab of an argmax chunk).
+template <bool B> struct Flag { static constexpr bool value = B; };
+template <class SR, int MODE, int BK, int BM, int BN, int TM, int TN, bool FIRST = false>
 __device__ __forceinline__ void slab_mma(typename SR::type (&acc)[TM][TN],
                                          const typename SR::type (&As)[BK][BM],
                                          const typename SR::type (&Bs)[BK][BN],
@@ -338,6 +358,12 @@ __device__ __forceinline__ void slab_mma(typename SR::type (&acc)[TM][TN],
                                          typename SR::type u, int ty, int tx) {
   typedef typename SR::type T;
   constexpr int CM = TM / 4, CN = TN / 4, SM = BM / CM, SN = BN / CN;
+  if constexpr (FIRST && (MODE == 2 || SR::kPair)) {  // the pair bodies fold into the zero
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+      for (int j = 0; j < TN; ++j) acc[i][j] = SR::acc_init();
+  }
   if constexpr (MODE == 2) {  // two k at a time, values and masks
 #pragma unroll
     for (int kk = 0; kk < BK; kk += 2) {
@@ -389,13 +415,17 @@ __device__ __forceinline__ void slab_mma(typename SR::type (&acc)[TM][TN],
 #pragma unroll
       for (int i = 0; i < TM; ++i)
 #pragma unroll
-        for (int j = 0; j < TN; ++j)
-          acc[i][j] = MODE == 1 ? SR::fma_fast(acc[i][j], a[i], b[j]) : SR::fma(acc[i][j], a[i], b[j]);
+        for (int j = 0; j < TN; ++j) {
+          if (FIRST && kk == 0)
+            acc[i][j] = MODE == 1 ? SR::first_fast(a[i], b[j]) : SR::first(a[i], b[j]);
+          else
+            acc[i][j] = MODE == 1 ? SR::fma_fast(acc[i][j], a[i], b[j]) : SR::fma(acc[i][j], a[i], b[j]);
+        }
     }
   }
 }
 
-template <class SR, int BM, int BN, int BK, int TM, int TN, int MINB, bool ARG>
+template <class SR, int BM, int BN, int BK, int TM, int TN, int MINB, bool ARG, int AK = 16>
 __global__ void __launch_bounds__((BM / TM) * (BN / TN), MINB)
 sr_gemm(const typename SR::type* __restrict__ A, const typename SR::type* __restrict__ B,
         const typename SR::type* __restrict__ C, typename SR::type* __restrict__ D,
@@ -562,22 +592,34 @@ sr_gemm(const typename SR::type* __restrict__ A, const typename SR::type* __rest
   int mode = sync(store(0, kb), 0, kb);
   int cur = 0;
   // one slab into a (acc, or sacc with argmax) with the body the block chose
-  auto mma = [&](T (&a)[TM][TN]) {
+  // fl: Flag<true> for the first slab of an argmax chunk
+  auto mma = [&](T (&a)[TM][TN], auto fl) {
+    constexpr bool F = decltype(fl)::value;
     const T* am = MK ? &Am[MK ? cur : 0][0][0] : nullptr;
     const T* bm = MK ? &Bm[MK ? cur : 0][0][0] : nullptr;
-    if (SR::kSplit && mode == 1) slab_mma<SR, 1, BK, BM, BN, TM, TN>(a, As[cur], Bs[cur], am, bm, u, ty, tx);
-    else if (MK && mode == 2) slab_mma<SR, MK ? 2 : 0, BK, BM, BN, TM, TN>(a, As[cur], Bs[cur], am, bm, u, ty, tx);
-    else slab_mma<SR, 0, BK, BM, BN, TM, TN>(a, As[cur], Bs[cur], am, bm, u, ty, tx);
+    if (SR::kSplit && mode == 1) slab_mma<SR, 1, BK, BM, BN, TM, TN, F>(a, As[cur], Bs[cur], am, bm, u, ty, tx);
+    else if (MK && mode == 2) slab_mma<SR, MK ? 2 : 0, BK, BM, BN, TM, TN, F>(a, As[cur], Bs[cur], am, bm, u, ty, tx);
+    else slab_mma<SR, 0, BK, BM, BN, TM, TN, F>(a, As[cur], Bs[cur], am, bm, u, ty, tx);
   };
-  for (i64 k0 = kb; k0 < ke; k0 += BK) {
+  // one slab (k0) into acc, or into sacc as slab p of an argmax chunk
+  auto slab = [&](i64 k0, auto fl) {
     const bool next = k0 + BK < ke;
     if (next) load(k0 + BK);
+    if constexpr (ARG) mma(sacc, fl);
+    else mma(acc, Flag<false>());
+    if (next) {
+      mode = sync(store(cur ^ 1, k0 + BK), cur ^ 1, k0 + BK);
+      cur ^= 1;
+    }
+  };
+  constexpr int AP = ARG && AK > BK ? AK / BK : 1;  // slabs per argmax chunk
+  static_assert(!ARG || AK <= BK || AK % BK == 0, "an argmax chunk holds whole slabs");
+  for (i64 k0 = kb; k0 < ke; k0 += AP * BK) {
+    slab(k0, Flag<true>());
+#pragma unroll
+    for (int p = 1; p < AP; ++p)
+      if (k0 + p * BK < ke) slab(k0 + p * BK, Flag<false>());
     if constexpr (ARG) {
-#pragma unroll
-      for (int i = 0; i < TM; ++i)
-#pragma unroll
-        for (int j = 0; j < TN; ++j) sacc[i][j] = SR::acc_init();
-      mma(sacc);
 #pragma unroll
       for (int i = 0; i < TM; ++i)
 #pragma unroll
@@ -586,12 +628,6 @@ sr_gemm(const typename SR::type* __restrict__ A, const typename SR::type* __rest
             acc[i][j] = sacc[i][j];
             win[i][j] = (int)k0;
           }
-    } else {
-      mma(acc);
-    }
-    if (next) {
-      mode = sync(store(cur ^ 1, k0 + BK), cur ^ 1, k0 + BK);
-      cur ^= 1;
     }
   }
 
@@ -607,8 +643,8 @@ sr_gemm(const typename SR::type* __restrict__ A, const typename SR::type* __rest
       int id = -1;
       if constexpr (ARG) {
         const i64 w = win[i][j];
-        if (w >= 0) {  // the first k of the winning slab whose term equals the best
-          const i64 we = w + BK < ke ? w + BK : ke;
+        if (w >= 0) {  // the first k of the winning chunk whose term equals the best
+          const i64 we = w + AP * BK < ke ? w + AP * BK : ke;
           for (i64 kk = w; kk < we; ++kk) {
             const T p = SR::mul(SR::load_map(A[row * k + kk]), SR::load_map(B[kk * n + col]));
             if (p == v) {

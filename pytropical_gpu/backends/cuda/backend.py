@@ -30,8 +30,8 @@ class CudaBackend(Backend):
 
     name = "cuda"
     #: the big tile min_plus/max_plus on 4-byte types use ("big" or a key of kernels.BIG_VARIANTS;
-    #: benchmarks/bench_cuda.py times each)
-    big_tile = "big"
+    #: benchmarks/bench_cuda.py times each); "big3" where kernels.BIG3 compiled it, else "big"
+    big_tile = "big3"
 
     #: the largest grid x dimension of one launch (CUDA's limit, 2^31 - 1); work beyond it is split
     max_grid_x = 2**31 - 1

@@ -67,7 +67,7 @@ def plan(m: int, n: int, k: int, batch: int, itemsize: int, argmax: bool, builti
     bm, bn = kernels.TILES["big"][:2]
     tiles = ceil_div(m, bm) * ceil_div(n, bn) * batch
     role = "big" + sfx if "big" + sfx in names and tiles >= sms else "small" + sfx
-    if not argmax and role == "big" and big_tile in names:
+    if not argmax and role == "big" and big_tile in names:  # "big3" where compiled (kernels.BIG3)
         role = big_tile
     bm, bn, bk = kernels.tile_of(role)[:3]
     tiles = ceil_div(m, bm) * ceil_div(n, bn) * batch

@@ -43,7 +43,11 @@ FUNCTORS = {("min", "plus"): "MinPlus", ("max", "plus"): "MaxPlus", ("min", "tim
 #: epilogue; 8-byte types at 1 block/SM). Chosen by benchmarks/bench_gemm_sweep.py on an H200
 #: (benchmarks/results/gemm_cuda_notes.md).
 TILES = {"big": (128, 128, 8, 8, 8, 2), "small": (64, 64, 16, 4, 4, 1),
-         "small_arg": (64, 64, 16, 4, 4, 2)}
+         "small_arg": (64, 64, 16, 4, 4, 2), "big3": (64, 128, 8, 8, 8, 3)}
+#: semiring -> dtypes that also get "big3" (8x8 a thread at 3 blocks/SM, no spill; measured faster
+#: than "big" on the H200 for these: gemm_cuda_notes.md, session 4); the backend picks it over "big"
+BIG3 = {"min_plus": ("float32",), "max_plus": ("float32",), "max_min": ("float32", "int32"),
+        "min_max": ("float32", "int32")}
 #: Alternative big tiles compiled for min_plus/max_plus on 4-byte types only, timed by
 #: benchmarks/bench_cuda.py (``CudaBackend.big_tile`` picks one).
 BIG_VARIANTS = {"big_k16": (128, 128, 16, 8, 8, 1), "big_wide": (128, 256, 16, 8, 16, 1)}
@@ -86,7 +90,8 @@ def _gemm_expr(functor: str, tile: str, arg: bool, itemsize: int = 4) -> str:
 
 
 def _gemm_names(functor: str, itemsize: int, selective: bool, prefix: str = "",
-                variants: bool = False, small_k: bool = True, tile_functor: str = "") -> dict[str, str]:
+                variants: bool = False, small_k: bool = True, tile_functor: str = "",
+                big3: bool = False) -> dict[str, str]:
     """Roles -> instantiations: tiles ("big", "small", variants, "*_arg"), the split-k "combine",
     and the small-k kernels "skinny{1,4}" / "wide{1,4}" (+ "_arg"). ``tile_functor``: another
     functor for the tiles without argmax (float32 max_min/min_max: the int-key KeyMinMax)."""
@@ -109,6 +114,8 @@ def _gemm_names(functor: str, itemsize: int, selective: bool, prefix: str = "",
         for nv in ((1, 4) if itemsize == 4 else (1,)):  # the wide kernel for m <= WIDE_M4
             names[f"{prefix}wide{nv}m4{sfx}"] = (f"ptg::sr_gemm_wide<{functor}, "
                                                  f"{'true' if arg else 'false'}, {nv}, {WIDE_M4}>")
+    if big3:
+        names[prefix + "big3"] = _gemm_expr(tile_functor or functor, "big3", False, itemsize)
     if variants and itemsize == 4:
         for tile in BIG_VARIANTS:
             names[prefix + tile] = _gemm_expr(functor, tile, False)
@@ -141,7 +148,8 @@ def gemm_spec(sr: Semiring, dtype: np.dtype) -> ModuleSpec:
         tuned = sr.name in _TUNED
         key = (f"ptg::KeyMinMax<{'true' if sr.add_op == 'max' else 'false'}>"
                if dtype == np.float32 and sr.name in ("max_min", "min_max") else "")
-        names = _gemm_names(functor, dtype.itemsize, sr.selective, variants=tuned, tile_functor=key)
+        names = _gemm_names(functor, dtype.itemsize, sr.selective, variants=tuned, tile_functor=key,
+                            big3=dtype.name in BIG3.get(sr.name, ()))
         if dtype == np.int32 and tuned:
             dpx = "ptg::MaxPlusDpx" if sr.name == "max_plus" else "ptg::MinPlusDpx"
             names.update({k: v for k, v in _gemm_names(dpx, 4, False, "dpx_", variants=True,
