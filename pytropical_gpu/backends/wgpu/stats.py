@@ -6,6 +6,10 @@ adapter). Reading the result back to learn them would undo residency, so the GEM
 gets one more dispatch that reduces the result to 8 words in a small buffer; :class:`Reader` turns
 those 32 bytes into the facts when they are first asked, and :meth:`Reader.read_many` reads the
 words of many results with one device read (what a batch does at its end).
+
+A small GEMM may compute the same words in its own epilogue instead (``FACTS`` in
+``wgsl/gemm_tiled.wgsl``, used by :mod:`.fastpath`): one set of 8 words per workgroup, folded here
+(a Reader of ``slots`` sets), so the result needs no second dispatch.
 """
 
 from __future__ import annotations
@@ -31,12 +35,13 @@ ONE_GROUP_ITEMS = 64
 class Reader:
     """The facts of one result, from its 8 words on the device (read once, then kept)."""
 
-    __slots__ = ("eng", "handle", "capacity", "kind", "values")
+    __slots__ = ("eng", "handle", "capacity", "kind", "values", "slots")
 
-    def __init__(self, eng: Engine, buf: DeviceBuffer, kind: str):
+    def __init__(self, eng: Engine, buf: DeviceBuffer, kind: str, slots: int = 1):
         kept = eng.pool.adopt(buf)
         self.eng, self.handle, self.capacity, self.kind = eng, kept.handle, kept.capacity, kind
         self.values: dict | None = None
+        self.slots = slots  # sets of 8 words to fold (one per workgroup of a fused GEMM)
 
     def __del__(self):
         try:  # the words' buffer back to the pool (an atomic append, from any thread)
@@ -56,17 +61,25 @@ class Reader:
         if not todo:
             return
         eng = todo[0].eng
+        at, spans = 0, []
+        for r in todo:
+            spans.append((r.handle, at, 32 * r.slots))
+            at += 32 * r.slots
         with eng.lock:
             eng.flush()
-            stage = eng.pool.acquire(32 * len(todo))
+            stage = eng.pool.acquire(at)
             try:
-                eng.rt.submit([Copy(r.handle, 0, stage.handle, 32 * i, 32) for i, r in enumerate(todo)])
-                raw = np.frombuffer(eng.rt.read(stage.handle, 0, 32 * len(todo)), np.uint32)
+                sh = stage.handle
+                eng.rt.submit([Copy(h, 0, sh, o, n) for h, o, n in spans])
+                raw = np.frombuffer(eng.rt.read(stage.handle, 0, at), np.uint32)
             finally:
                 eng.release(stage)
         words = raw.tolist()  # Python ints once (a batch's end decodes one reader per GEMM)
-        for i, r in enumerate(todo):
-            r.values = decode(r.kind, words[8 * i:8 * i + 8])
+        at = 0
+        for r in todo:
+            w = words[at:at + 8 * r.slots]
+            r.values = decode(r.kind, w if r.slots == 1 else fold(w))
+            at += 8 * r.slots
 
 
 def decode(kind: str, w: np.ndarray) -> dict:
@@ -84,6 +97,12 @@ def decode(kind: str, w: np.ndarray) -> dict:
         lo, hi = lo - (1 << 31), hi - (1 << 31)  # undo the sign-bit flip
     return {"nan": False, "posinf": False, "neginf": False, "absmax": max(abs(lo), abs(hi)),
             "min": lo, "max": hi, "min_abs": inf, "subnormal": 0}
+
+
+def fold(w: list) -> list:
+    """One set of 8 words from several (one per workgroup), combined as the shader's atomics do."""
+    s = [w[i::8] for i in range(8)]
+    return [max(s[0]), max(s[1]), max(s[2]), max(s[3]), min(s[4]), sum(s[5]), min(s[6]), max(s[7])]
 
 
 def _f32(bits: int) -> float:
@@ -114,4 +133,4 @@ def record(eng: Engine, buf: DeviceBuffer, dtype, n: int):
     return d, r
 
 
-__all__ = ["INIT", "KINDS", "Reader", "decode", "record"]
+__all__ = ["INIT", "KINDS", "Reader", "decode", "fold", "record"]
