@@ -154,3 +154,35 @@ def test_a_flushing_adapter_refuses_a_chain_through_a_tiny_result(ctx, monkeypat
         y = ctx.matmul(A, Z, "min_plus")
         y = ctx.matmul(y, A, "min_plus")
     np.testing.assert_array_equal(ctx.to_host(y), np.full((64, 64), 2, np.float32))
+
+
+def test_many_results_share_facts_arenas_and_give_them_back(ctx, rng, monkeypatch):
+    """A batch of more fused results than one arena holds: every result's facts still equal
+    numpy's (each read at its own offset), the arenas are shared (few buffers, one copy each at
+    the batch's end), and they go back to the pool: a repeated batch creates no buffer."""
+    monkeypatch.setattr(_eng(), "flushes_subnormals", False)
+    eng = _eng()
+    ident = ctx.to_device(np.eye(33, dtype=np.float32))
+    ops = []
+    for i in range(5):
+        a = rng.standard_normal((33, 33)).astype(np.float32)
+        a[i, 2 * i] = (np.inf, -np.inf, 1e-40, 0.0, 3e38)[i]
+        ops.append((a, ctx.to_device(a)))
+    n = 2 * stats.ARENA_BYTES // max(32, eng.limits.min_storage_offset_alignment, 128) + 3
+
+    def run():
+        with ctx.batch():
+            return [ctx.matmul(ops[i % 5][1], ident, "plus_times") for i in range(n)]
+    got = run()
+    readers = [g.stats._reader for g in got]
+    arenas = {id(r.arena) for r in readers}
+    assert all(r.arena is not None and r.slots == 4 for r in readers) and 3 <= len(arenas) <= 4
+    stats.Reader.read_many(readers)  # the batch's end's read: one copy per arena
+    for i in (0, 1, 2, 3, 4, n - 1):  # inf * 0 makes NaN: the values numpy reads back decide
+        _compare(got[i], ctx.to_host(got[i]))
+    del got, readers
+    run()
+    created = eng.pool.created
+    for _ in range(2):
+        run()
+    assert eng.pool.created == created

@@ -172,6 +172,20 @@ class _GemmRecord:
             self.fgroups, self.fparams = (gx, gy, 1), pack_params(size, gx, 0, 0)
 
 
+def _facts_slot(eng, nbytes: int) -> tuple:
+    """``(arena, offset)`` for ``nbytes`` of facts words: in this batch's current arena, or a new
+    one (each batch starts its own, so a replayed batch binds the same offsets: bind groups hit)."""
+    cur = batch.current()
+    got = eng.__dict__.get("_facts_arena")
+    if got is not None and got[0] is cur:
+        at = got[1].slot(nbytes)
+        if at is not None:
+            return got[1], at
+    arena = stats.Arena(eng)
+    eng._facts_arena = (cur, arena)
+    return arena, arena.slot(nbytes)
+
+
 def _whole(eng, sr, dt, m: int, k: int, n: int) -> bool:
     """One dispatch covers the product (what the generic path calls ``whole``)."""
     kname, kp = _gemm.choose_kernel(m, n, k, False, eng.limits.max_workgroup_storage)
@@ -225,10 +239,11 @@ def matmul(be, a, b, semiring, c=None, out=None, return_argmax=False):
     reader = None
     if rec.fslots:  # the result's facts written by the GEMM itself, a set per workgroup
         nf = 32 * rec.fslots
-        reader = stats.Reader(eng, eng.pool.acquire(nf), rec.kind, rec.fslots)
-        eng._keep.append(reader)
+        arena, at = _facts_slot(eng, nf)
+        reader = stats.Reader(eng, None, rec.kind, rec.fslots, arena, at)
+        eng._keep.append(reader)  # (its arena) not recycled before the recorded commands run
         d, bd = _result(eng, rec.cap, rec.nbytes, dt, (m, n), reader)
-        eng.submit((Dispatch(rec.pipe, binds + (bd, Binding(reader.handle, 0, nf)), rec.groups,
+        eng.submit((Dispatch(rec.pipe, binds + (bd, Binding(reader.handle, at, nf)), rec.groups,
                              rec.params),))
         eng.count("fast_calls")
         return d

@@ -30,20 +30,57 @@ KINDS = {"float32": "f32", "int32": "i32", "uint32": "u32"}
 MAX_GROUPS = 1024
 #: elements per thread below which one workgroup does it all (and the host writes no initial words)
 ONE_GROUP_ITEMS = 64
+#: bytes of one facts arena (:class:`Arena`): 256 fused results at a 256-byte offset alignment
+ARENA_BYTES = 1 << 16
+
+
+class Arena:
+    """One pool buffer that the fused GEMMs of a batch write their facts words into, each at its
+    own aligned offset (:meth:`slot`): a batch's end copies each arena's used bytes once instead of
+    one small buffer per result. Back to the pool when the last reader in it is gone."""
+
+    __slots__ = ("eng", "handle", "capacity", "used", "align")
+
+    def __init__(self, eng: Engine, nbytes: int = ARENA_BYTES):
+        self.eng, self.capacity = eng, eng.pool._class(nbytes)
+        self.handle = eng.pool.take(self.capacity)
+        self.used = 0
+        self.align = max(32, eng.limits.min_storage_offset_alignment)
+
+    def slot(self, nbytes: int) -> int | None:
+        """The offset of ``nbytes`` more, or None when the arena is full."""
+        at = -(-self.used // self.align) * self.align
+        if at + nbytes > self.capacity:
+            return None
+        self.used = at + nbytes
+        return at
+
+    def __del__(self):
+        try:  # an atomic append, from any thread (as a resident result's storage)
+            self.eng.pool.returned.append((self.capacity, self.handle))
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
 
 
 class Reader:
-    """The facts of one result, from its 8 words on the device (read once, then kept)."""
+    """The facts of one result, from its 8 words on the device (read once, then kept); ``slots``
+    sets of them (one per workgroup of a fused GEMM) at ``offset`` of its buffer (an arena's)."""
 
-    __slots__ = ("eng", "handle", "capacity", "kind", "values", "slots")
+    __slots__ = ("eng", "handle", "capacity", "kind", "values", "slots", "offset", "arena")
 
-    def __init__(self, eng: Engine, buf: DeviceBuffer, kind: str, slots: int = 1):
-        kept = eng.pool.adopt(buf)
-        self.eng, self.handle, self.capacity, self.kind = eng, kept.handle, kept.capacity, kind
+    def __init__(self, eng: Engine, buf: DeviceBuffer | None, kind: str, slots: int = 1,
+                 arena: Arena | None = None, offset: int = 0):
+        self.eng, self.kind, self.slots, self.offset, self.arena = eng, kind, slots, offset, arena
+        if arena is None:
+            kept = eng.pool.adopt(buf)
+            self.handle, self.capacity = kept.handle, kept.capacity
+        else:  # the arena's buffer, given back with the arena
+            self.handle, self.capacity = arena.handle, None
         self.values: dict | None = None
-        self.slots = slots  # sets of 8 words to fold (one per workgroup of a fused GEMM)
 
     def __del__(self):
+        if self.arena is not None:
+            return
         try:  # the words' buffer back to the pool (an atomic append, from any thread)
             self.eng.pool.returned.append((self.capacity, self.handle))
         except Exception:  # pragma: no cover - interpreter shutdown
@@ -56,30 +93,54 @@ class Reader:
 
     @staticmethod
     def read_many(readers: list) -> None:
-        """Fill the values of every reader not yet read with one device read (a staging copy)."""
+        """Fill the values of every reader not yet read with one device read: each buffer's used
+        bytes copied once into one staging buffer (an arena's many results with one copy)."""
         todo = [r for r in readers if r.values is None]
         if not todo:
             return
         eng = todo[0].eng
-        at, spans = 0, []
+        ends: dict = {}  # buffer -> bytes to copy from its start
         for r in todo:
-            spans.append((r.handle, at, 32 * r.slots))
-            at += 32 * r.slots
+            e = r.offset + 32 * r.slots
+            if ends.get(r.handle, 0) < e:
+                ends[r.handle] = e
+        base, at = {}, 0
+        for h, e in ends.items():
+            base[h] = at
+            at += e
         with eng.lock:
             eng.flush()
             stage = eng.pool.acquire(at)
             try:
                 sh = stage.handle
-                eng.rt.submit([Copy(h, 0, sh, o, n) for h, o, n in spans])
+                eng.rt.submit([Copy(h, 0, sh, base[h], e) for h, e in ends.items()])
                 raw = np.frombuffer(eng.rt.read(stage.handle, 0, at), np.uint32)
             finally:
                 eng.release(stage)
-        words = raw.tolist()  # Python ints once (a batch's end decodes one reader per GEMM)
-        at = 0
-        for r in todo:
-            w = words[at:at + 8 * r.slots]
-            r.values = decode(r.kind, w if r.slots == 1 else fold(w))
-            at += 8 * r.slots
+        starts = [(base[r.handle] + r.offset) >> 2 for r in todo]
+        sets = _folded(raw, todo, starts)
+        for r, w in zip(todo, sets):
+            r.values = decode(r.kind, w)
+
+
+def _folded(raw: np.ndarray, todo: list, starts: list) -> list:
+    """Each reader's 8 words as Python ints, its workgroups' sets folded (vectorised per count)."""
+    out: list = [None] * len(todo)
+    by: dict = {}
+    for i, r in enumerate(todo):
+        by.setdefault(r.slots, []).append(i)
+    for slots, idx in by.items():
+        pos = np.asarray([starts[i] for i in idx], np.int64)[:, None] + np.arange(8 * slots)
+        w = raw[pos].reshape(len(idx), slots, 8).astype(np.int64)
+        if slots == 1:
+            f = w[:, 0]
+        else:  # as the shader's atomics combine workgroups (and as fold)
+            f = w.max(axis=1)
+            f[:, 4], f[:, 6] = w[:, :, 4].min(axis=1), w[:, :, 6].min(axis=1)
+            f[:, 5] = w[:, :, 5].sum(axis=1)
+        for i, row in zip(idx, f.tolist()):
+            out[i] = row
+    return out
 
 
 def decode(kind: str, w: np.ndarray) -> dict:
@@ -133,4 +194,4 @@ def record(eng: Engine, buf: DeviceBuffer, dtype, n: int):
     return d, r
 
 
-__all__ = ["INIT", "KINDS", "Reader", "decode", "fold", "record"]
+__all__ = ["ARENA_BYTES", "INIT", "KINDS", "Arena", "Reader", "decode", "fold", "record"]
