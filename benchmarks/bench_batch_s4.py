@@ -104,8 +104,11 @@ def _hooked(eng, clock: _Clock):
 
 
 def _whole(ctx, eng, chain, ops, repeats, flush_every=0) -> dict:
-    """Median per-op seconds of whole batches and of their parts (median of each part)."""
+    """Median per-op seconds of whole batches and of their parts (median of each part); buffers the
+    pool created and bind-group cache hits/misses over the timed batches."""
     runs = []
+    groups = getattr(getattr(eng.rt, "rt", eng.rt), "_groups", None)
+    created = hits = misses = 0
     for i in range(repeats + 1):
         clock = _Clock()
         gc.callbacks.append(clock.gc_cb)
@@ -127,8 +130,10 @@ def _whole(ctx, eng, chain, ops, repeats, flush_every=0) -> dict:
         finally:
             undo()
             gc.callbacks.remove(clock.gc_cb)
-        if i == 0:
-            continue  # warm-up (pipelines, pool, bind groups)
+        if i == 0:  # warm-up (pipelines, pool, bind groups)
+            created = eng.pool.created
+            hits, misses = (groups.hits, groups.misses) if groups is not None else (0, 0)
+            continue
         t = dict(clock.t)
         # flush<F> submits inside the block: those submits are counted in submit, not in_block
         t["in_block"] = (t2 - t1) - sum(exit0)
@@ -139,6 +144,9 @@ def _whole(ctx, eng, chain, ops, repeats, flush_every=0) -> dict:
     out = {f"{k}_us_per_op": statistics.median(r[k] for r in runs) / ops * 1e6
            for k in PARTS + ("whole",)}
     out["min_whole_us_per_op"] = min(r["whole"] for r in runs) / ops * 1e6
+    out["pool_created"] = eng.pool.created - created
+    if groups is not None:
+        out["bindgroup_hits"], out["bindgroup_misses"] = groups.hits - hits, groups.misses - misses
     out["parts_sum_us_per_op"] = statistics.median(
         sum(r[k] for k in PARTS if k != "gc") for r in runs) / ops * 1e6
     return out
@@ -259,6 +267,13 @@ def main(argv=None) -> int:
                     progress(f"{op} stub_{v}: whole {r['whole_us_per_op']:.1f} us/op (Python alone)")
             finally:
                 eng.rt = real
+            # the fast path as it is, again, last: does a row's place in the run change it?
+            _variant("fused")
+            r = _whole(ctx, eng, chain, args.ops, args.repeats)
+            rows.append({"backend": "wgpu", "device": dev.get("device"), "op": op, "size": size,
+                         "variant": "fused_again", "ops": args.ops, **r})
+            progress(f"{op} fused_again: whole {r['whole_us_per_op']:.1f} us/op = " + " + ".join(
+                f"{k} {r[k + '_us_per_op']:.1f}" for k in PARTS))
     except h.CheckFailed as e:
         print(f"bench_batch_s4: correctness check FAILED: {e}", file=sys.stderr)
         return 1

@@ -95,7 +95,8 @@ class Reader:
     def read_many(readers: list) -> None:
         """Fill the values of every reader not yet read with one device read: each buffer's used
         bytes copied once into one staging buffer (an arena's many results with one copy)."""
-        todo = [r for r in readers if r.values is None]
+        # once each (a batch lists a result's facts once per deferred check that asks them)
+        todo = [r for r in dict.fromkeys(readers) if r.values is None]
         if not todo:
             return
         eng = todo[0].eng
