@@ -172,6 +172,37 @@ class _GemmRecord:
             self.fgroups, self.fparams = (gx, gy, 1), pack_params(size, gx, 0, 0)
 
 
+def _checks(be, sr, dt, fa, fb) -> None:
+    """The generic path's data checks (ops.gemm.matmul's NaN refusal, then the backend's operand
+    rule on a flushing adapter; neither applies to integers), in its order: each now when its facts
+    are known, else at the batch's end — there as one deferred call per product (the generic path
+    queues one per check: the same checks in the same order)."""
+    if dt.kind != "f":
+        return
+    flushing = be.flushes_subnormals
+    pend = [f for f in (fa, fb) if not f.computed and f.on_device]
+    later = []
+    for name, f in (("a", fa), ("b", fb)):
+        if any(f is g for g in pend):
+            later.append((name, f))
+        else:
+            _no_nan(name, f)
+    if not pend:
+        if flushing:
+            be._check_operands("matmul", sr, dt, {"a": fa, "b": fb, "c": None})
+        return
+    batch.defer(functools.partial(_deferred, be, sr, dt, fa, fb, later, flushing), *pend)
+
+
+def _deferred(be, sr, dt, fa, fb, later, flushing) -> None:
+    for name, f in later:
+        _no_nan(name, f)
+    if flushing:  # the operand rule, as WgpuBackend._check_operands runs it
+        got = be._flush_rule("matmul", sr, dt, {"a": fa, "b": fb})
+        if got is not None:
+            raise got[0](got[1])
+
+
 def _facts_slot(eng, nbytes: int) -> tuple:
     """``(arena, offset)`` for ``nbytes`` of facts words: in this batch's current arena, or a new
     one (each batch starts its own, so a replayed batch binds the same offsets: bind groups hit)."""
@@ -221,12 +252,7 @@ def matmul(be, a, b, semiring, c=None, out=None, return_argmax=False):
         if not _whole(eng, sr, dt, m, k, n):
             return None
         recs[base] = True
-    known = {"a": fa, "b": fb, "c": None}
-    if dt.kind == "f":  # as ops.gemm.matmul: now, or at the batch's end for a pending device fact
-        for name, f in (("a", fa), ("b", fb)):
-            if not batch.defer(functools.partial(_no_nan, name, f), f):
-                _no_nan(name, f)
-    be._check_operands("matmul", sr, dt, known)
+    _checks(be, sr, dt, fa, fb)
     # as wgpu.gemm.gemm inside a batch: results' facts not yet read are not waited for
     special = (sr.guarded and not (fa.computed and fb.computed)) \
         or facts.guard_needed(sr, dt, fa, fb)
