@@ -207,3 +207,23 @@ def test_a_batch_end_decodes_each_result_once(ctx, monkeypatch):
             assert (len(b.checks), len(b.facts)) == (queued, queued)
         assert len(calls) == 4
         np.testing.assert_array_equal(ctx.to_host(x), np.full((64, 64), 6, np.float32))
+
+
+@pytest.mark.parametrize("flushing", [False, True])
+def test_a_nan_made_in_the_batch_is_refused_at_its_end(ctx, monkeypatch, flushing):
+    """A product's result holding NaN (inf * 0, known only from the epilogue's facts) used as the
+    next product's b: the batch raises at its end what the eager call raises at once."""
+    monkeypatch.setattr(_eng(), "flushes_subnormals", flushing)
+    a = np.ones((40, 40), np.float32)
+    a[3, 0] = np.inf
+    z = np.eye(40, dtype=np.float32)
+    A, Z = ctx.to_device(a), ctx.to_device(z)
+    x = ctx.matmul(A, Z, "plus_times")  # row 3: inf * 0 = NaN
+    with pytest.raises(ValueError) as eager:
+        ctx.matmul(Z, x, "min_plus")
+    assert str(eager.value) == "matmul: b contains NaN"
+    with pytest.raises(ValueError) as batched:
+        with ctx.batch():
+            y = ctx.matmul(A, Z, "plus_times")
+            ctx.matmul(Z, y, "min_plus")
+    assert type(batched.value) is type(eager.value) and str(batched.value) == str(eager.value)
