@@ -1,6 +1,11 @@
 """``bench_batch.py``'s wgpu breakdown: where a queued op's time goes (record / submit / wait), for
 the generic path, the fast path with and without the bind-group cache, and with the old small-GEMM
-tile, in one run (a helper module: run ``bench_batch.py``)."""
+tile, in one run (a helper module: run ``bench_batch.py``).
+
+Its parts do not add up to a whole batch: they are timed outside the batch's own end, and the
+previous batch's recorded commands stay alive while the next one records (the cyclic collector
+then works ~4x as much; H200, batch_notes.md). ``bench_batch_s4.py`` splits whole batches by hooks
+on the runtime, so its parts add up to the batch."""
 
 from __future__ import annotations
 

@@ -16,6 +16,11 @@ $$ set nb = nb + 1
 $$ endif
 $$ if HAS_C
 @group(0) @binding({{ nb }}) var<storage, read> C: array<T>;
+$$ set nb = nb + 1
+$$ endif
+$$ if FACTS|default(false)
+$$ set FBIND = nb
+{$ include "gemm_facts.wgsl" $}
 $$ endif
 
 $$ if ARGMAX
@@ -162,7 +167,8 @@ $$ endif
 $$- endmacro
 
 @compute @workgroup_size({{ NT }})
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32{{
+        ", @builtin(num_workgroups) nwg: vec3<u32>" if FACTS|default(false) else "" }}) {
     let row0 = wg.y * {{ BM }}u;
     let col0 = wg.x * {{ BN }}u;
     let abase = wg.z * P.a_bs;
@@ -242,6 +248,10 @@ $$ else
     }
 $$ endif
     let dbase = wg.z * P.d_bs;
+$$ if FACTS|default(false)
+    facts_init(lid);
+    workgroupBarrier();
+$$ endif
 $$ if HAS_C
     let cbase = wg.z * P.c_bs;
 $$ endif
@@ -267,6 +277,9 @@ $$ endif
                     v = add1(cv, v);
 $$ endif
                     D[dbase + o] = v;
+$$ if FACTS|default(false)
+                    facts_add(v);
+$$ endif
 $$ if ARGMAX
                     I[dbase + o] = bi;
 $$ endif
@@ -277,4 +290,7 @@ $$ endfor
         }
     }
 $$ endfor
+$$ if FACTS|default(false)
+    facts_store((wg.z * nwg.y + wg.y) * nwg.x + wg.x, lid);
+$$ endif
 }

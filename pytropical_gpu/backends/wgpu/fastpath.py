@@ -42,6 +42,9 @@ _GEMM_DTYPES = frozenset({np.dtype(np.float32), np.dtype(np.int32), _U32})
 ENABLED = True
 #: records kept per engine before the table is cleared (shapes of a sweep would pile up)
 MAX_RECORDS = 256
+#: a tiled GEMM of at most this many workgroups computes its result's facts in its own epilogue
+#: (``FACTS`` in ``wgsl/gemm_tiled.wgsl``: one dispatch instead of two); 0: the separate facts pass
+FUSED_FACTS_GROUPS = 64
 
 
 def records(eng) -> dict:
@@ -141,26 +144,77 @@ class _GemmRecord:
     result bytes, and the facts reduction's pipeline, grid and uniforms."""
 
     __slots__ = ("pipe", "groups", "params", "nbytes", "cap", "kind", "fpipe", "fgroups",
-                 "fparams", "fone")
+                 "fparams", "fone", "fslots")
 
     def __init__(self, eng, sr, dt, m: int, k: int, n: int, special: bool):
         code = _gemm.semiring_code(sr, dt, special)
         kname, kp = _gemm.choose_kernel(m, n, k, False, eng.limits.max_workgroup_storage)
+        self.kind = stats.KINDS.get(dt.name)
+        self.fslots = 0  # > 0: the GEMM's epilogue writes its facts, one set per workgroup
+        if kname == "gemm_tiled" and self.kind is not None and not kp.get("SK"):
+            ng = -(-m // kp["BM"]) * -(-n // kp["BN"])
+            if ng <= FUSED_FACTS_GROUPS:
+                self.fslots = ng
+                kp = dict(kp, FACTS=True, FKIND=self.kind)
         self.pipe = eng.pipeline(kname, _key=(kname, code, tuple(kp.items()), False),
                                  **code.params(), **kp, HAS_C=False)
         d = _gemm.make_dispatch(eng, self.pipe, kname, kp, (), m, n, k, 1, 0, 0, 0)
         self.groups, self.params = d.groups, d.params
         self.nbytes = m * n * dt.itemsize
         self.cap = eng.pool._class(self.nbytes)
-        self.kind = stats.KINDS.get(dt.name)
         size = m * n
-        if self.kind is not None:  # as stats.record
+        if self.kind is not None and not self.fslots:  # as stats.record
             ng = min(-(-size // (WG * stats.ONE_GROUP_ITEMS)), stats.MAX_GROUPS)
             self.fone = ng == 1
             self.fpipe = eng.pipeline("facts", _key=("facts", self.kind, self.fone), KIND=self.kind,
                                       ONE=self.fone, WG=WG)
             gx, gy, _ = eng.grid(ng)
             self.fgroups, self.fparams = (gx, gy, 1), pack_params(size, gx, 0, 0)
+
+
+def _checks(be, sr, dt, fa, fb) -> None:
+    """The generic path's data checks (ops.gemm.matmul's NaN refusal, then the backend's operand
+    rule on a flushing adapter; neither applies to integers), in its order: each now when its facts
+    are known, else at the batch's end — there as one deferred call per product (the generic path
+    queues one per check: the same checks in the same order)."""
+    if dt.kind != "f":
+        return
+    flushing = be.flushes_subnormals
+    pend = [f for f in (fa, fb) if not f.computed and f.on_device]
+    later = []
+    for name, f in (("a", fa), ("b", fb)):
+        if any(f is g for g in pend):
+            later.append((name, f))
+        else:
+            _no_nan(name, f)
+    if not pend:
+        if flushing:
+            be._check_operands("matmul", sr, dt, {"a": fa, "b": fb, "c": None})
+        return
+    batch.defer(functools.partial(_deferred, be, sr, dt, fa, fb, later, flushing), *pend)
+
+
+def _deferred(be, sr, dt, fa, fb, later, flushing) -> None:
+    for name, f in later:
+        _no_nan(name, f)
+    if flushing:  # the operand rule, as WgpuBackend._check_operands runs it
+        got = be._flush_rule("matmul", sr, dt, {"a": fa, "b": fb})
+        if got is not None:
+            raise got[0](got[1])
+
+
+def _facts_slot(eng, nbytes: int) -> tuple:
+    """``(arena, offset)`` for ``nbytes`` of facts words: in this batch's current arena, or a new
+    one (each batch starts its own, so a replayed batch binds the same offsets: bind groups hit)."""
+    cur = batch.current()
+    got = eng.__dict__.get("_facts_arena")
+    if got is not None and got[0] is cur:
+        at = got[1].slot(nbytes)
+        if at is not None:
+            return got[1], at
+    arena = stats.Arena(eng)
+    eng._facts_arena = (cur, arena)
+    return arena, arena.slot(nbytes)
 
 
 def _whole(eng, sr, dt, m: int, k: int, n: int) -> bool:
@@ -198,22 +252,27 @@ def matmul(be, a, b, semiring, c=None, out=None, return_argmax=False):
         if not _whole(eng, sr, dt, m, k, n):
             return None
         recs[base] = True
-    known = {"a": fa, "b": fb, "c": None}
-    if dt.kind == "f":  # as ops.gemm.matmul: now, or at the batch's end for a pending device fact
-        for name, f in (("a", fa), ("b", fb)):
-            if not batch.defer(functools.partial(_no_nan, name, f), f):
-                _no_nan(name, f)
-    be._check_operands("matmul", sr, dt, known)
+    _checks(be, sr, dt, fa, fb)
     # as wgpu.gemm.gemm inside a batch: results' facts not yet read are not waited for
     special = (sr.guarded and not (fa.computed and fb.computed)) \
         or facts.guard_needed(sr, dt, fa, fb)
-    key = base + (special,)
+    key = base + (special, FUSED_FACTS_GROUPS)
     rec = recs.get(key)
     if rec is None:
         rec = recs[key] = _GemmRecord(eng, sr, dt, m, k, n, special)
         eng.count("fast_records")
     binds = (_operand(eng, a), _operand(eng, b))
     reader = None
+    if rec.fslots:  # the result's facts written by the GEMM itself, a set per workgroup
+        nf = 32 * rec.fslots
+        arena, at = _facts_slot(eng, nf)
+        reader = stats.Reader(eng, None, rec.kind, rec.fslots, arena, at)
+        eng._keep.append(reader)  # (its arena) not recycled before the recorded commands run
+        d, bd = _result(eng, rec.cap, rec.nbytes, dt, (m, n), reader)
+        eng.submit((Dispatch(rec.pipe, binds + (bd, Binding(reader.handle, at, nf)), rec.groups,
+                             rec.params),))
+        eng.count("fast_calls")
+        return d
     if rec.kind is not None:  # the result's facts computed beside it (as stats.record)
         st = eng.pool.acquire(32)
         if not rec.fone:
@@ -230,4 +289,4 @@ def matmul(be, a, b, semiring, c=None, out=None, return_argmax=False):
     return d
 
 
-__all__ = ["ENABLED", "MAX_RECORDS", "bind", "matmul", "records"]
+__all__ = ["ENABLED", "FUSED_FACTS_GROUPS", "MAX_RECORDS", "bind", "matmul", "records"]

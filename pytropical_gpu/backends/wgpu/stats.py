@@ -6,6 +6,10 @@ adapter). Reading the result back to learn them would undo residency, so the GEM
 gets one more dispatch that reduces the result to 8 words in a small buffer; :class:`Reader` turns
 those 32 bytes into the facts when they are first asked, and :meth:`Reader.read_many` reads the
 words of many results with one device read (what a batch does at its end).
+
+A small GEMM may compute the same words in its own epilogue instead (``FACTS`` in
+``wgsl/gemm_tiled.wgsl``, used by :mod:`.fastpath`): one set of 8 words per workgroup, folded here
+(a Reader of ``slots`` sets), so the result needs no second dispatch.
 """
 
 from __future__ import annotations
@@ -26,19 +30,57 @@ KINDS = {"float32": "f32", "int32": "i32", "uint32": "u32"}
 MAX_GROUPS = 1024
 #: elements per thread below which one workgroup does it all (and the host writes no initial words)
 ONE_GROUP_ITEMS = 64
+#: bytes of one facts arena (:class:`Arena`): 256 fused results at a 256-byte offset alignment
+ARENA_BYTES = 1 << 16
+
+
+class Arena:
+    """One pool buffer that the fused GEMMs of a batch write their facts words into, each at its
+    own aligned offset (:meth:`slot`): a batch's end copies each arena's used bytes once instead of
+    one small buffer per result. Back to the pool when the last reader in it is gone."""
+
+    __slots__ = ("eng", "handle", "capacity", "used", "align")
+
+    def __init__(self, eng: Engine, nbytes: int = ARENA_BYTES):
+        self.eng, self.capacity = eng, eng.pool._class(nbytes)
+        self.handle = eng.pool.take(self.capacity)
+        self.used = 0
+        self.align = max(32, eng.limits.min_storage_offset_alignment)
+
+    def slot(self, nbytes: int) -> int | None:
+        """The offset of ``nbytes`` more, or None when the arena is full."""
+        at = -(-self.used // self.align) * self.align
+        if at + nbytes > self.capacity:
+            return None
+        self.used = at + nbytes
+        return at
+
+    def __del__(self):
+        try:  # an atomic append, from any thread (as a resident result's storage)
+            self.eng.pool.returned.append((self.capacity, self.handle))
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
 
 
 class Reader:
-    """The facts of one result, from its 8 words on the device (read once, then kept)."""
+    """The facts of one result, from its 8 words on the device (read once, then kept); ``slots``
+    sets of them (one per workgroup of a fused GEMM) at ``offset`` of its buffer (an arena's)."""
 
-    __slots__ = ("eng", "handle", "capacity", "kind", "values")
+    __slots__ = ("eng", "handle", "capacity", "kind", "values", "slots", "offset", "arena")
 
-    def __init__(self, eng: Engine, buf: DeviceBuffer, kind: str):
-        kept = eng.pool.adopt(buf)
-        self.eng, self.handle, self.capacity, self.kind = eng, kept.handle, kept.capacity, kind
+    def __init__(self, eng: Engine, buf: DeviceBuffer | None, kind: str, slots: int = 1,
+                 arena: Arena | None = None, offset: int = 0):
+        self.eng, self.kind, self.slots, self.offset, self.arena = eng, kind, slots, offset, arena
+        if arena is None:
+            kept = eng.pool.adopt(buf)
+            self.handle, self.capacity = kept.handle, kept.capacity
+        else:  # the arena's buffer, given back with the arena
+            self.handle, self.capacity = arena.handle, None
         self.values: dict | None = None
 
     def __del__(self):
+        if self.arena is not None:
+            return
         try:  # the words' buffer back to the pool (an atomic append, from any thread)
             self.eng.pool.returned.append((self.capacity, self.handle))
         except Exception:  # pragma: no cover - interpreter shutdown
@@ -51,22 +93,55 @@ class Reader:
 
     @staticmethod
     def read_many(readers: list) -> None:
-        """Fill the values of every reader not yet read with one device read (a staging copy)."""
-        todo = [r for r in readers if r.values is None]
+        """Fill the values of every reader not yet read with one device read: each buffer's used
+        bytes copied once into one staging buffer (an arena's many results with one copy)."""
+        # once each (a batch lists a result's facts once per deferred check that asks them)
+        todo = [r for r in dict.fromkeys(readers) if r.values is None]
         if not todo:
             return
         eng = todo[0].eng
+        ends: dict = {}  # buffer -> bytes to copy from its start
+        for r in todo:
+            e = r.offset + 32 * r.slots
+            if ends.get(r.handle, 0) < e:
+                ends[r.handle] = e
+        base, at = {}, 0
+        for h, e in ends.items():
+            base[h] = at
+            at += e
         with eng.lock:
             eng.flush()
-            stage = eng.pool.acquire(32 * len(todo))
+            stage = eng.pool.acquire(at)
             try:
-                eng.rt.submit([Copy(r.handle, 0, stage.handle, 32 * i, 32) for i, r in enumerate(todo)])
-                raw = np.frombuffer(eng.rt.read(stage.handle, 0, 32 * len(todo)), np.uint32)
+                sh = stage.handle
+                eng.rt.submit([Copy(h, 0, sh, base[h], e) for h, e in ends.items()])
+                raw = np.frombuffer(eng.rt.read(stage.handle, 0, at), np.uint32)
             finally:
                 eng.release(stage)
-        words = raw.tolist()  # Python ints once (a batch's end decodes one reader per GEMM)
-        for i, r in enumerate(todo):
-            r.values = decode(r.kind, words[8 * i:8 * i + 8])
+        starts = [(base[r.handle] + r.offset) >> 2 for r in todo]
+        sets = _folded(raw, todo, starts)
+        for r, w in zip(todo, sets):
+            r.values = decode(r.kind, w)
+
+
+def _folded(raw: np.ndarray, todo: list, starts: list) -> list:
+    """Each reader's 8 words as Python ints, its workgroups' sets folded (vectorised per count)."""
+    out: list = [None] * len(todo)
+    by: dict = {}
+    for i, r in enumerate(todo):
+        by.setdefault(r.slots, []).append(i)
+    for slots, idx in by.items():
+        pos = np.asarray([starts[i] for i in idx], np.int64)[:, None] + np.arange(8 * slots)
+        w = raw[pos].reshape(len(idx), slots, 8).astype(np.int64)
+        if slots == 1:
+            f = w[:, 0]
+        else:  # as the shader's atomics combine workgroups (and as fold)
+            f = w.max(axis=1)
+            f[:, 4], f[:, 6] = w[:, :, 4].min(axis=1), w[:, :, 6].min(axis=1)
+            f[:, 5] = w[:, :, 5].sum(axis=1)
+        for i, row in zip(idx, f.tolist()):
+            out[i] = row
+    return out
 
 
 def decode(kind: str, w: np.ndarray) -> dict:
@@ -84,6 +159,12 @@ def decode(kind: str, w: np.ndarray) -> dict:
         lo, hi = lo - (1 << 31), hi - (1 << 31)  # undo the sign-bit flip
     return {"nan": False, "posinf": False, "neginf": False, "absmax": max(abs(lo), abs(hi)),
             "min": lo, "max": hi, "min_abs": inf, "subnormal": 0}
+
+
+def fold(w: list) -> list:
+    """One set of 8 words from several (one per workgroup), combined as the shader's atomics do."""
+    s = [w[i::8] for i in range(8)]
+    return [max(s[0]), max(s[1]), max(s[2]), max(s[3]), min(s[4]), sum(s[5]), min(s[6]), max(s[7])]
 
 
 def _f32(bits: int) -> float:
@@ -114,4 +195,4 @@ def record(eng: Engine, buf: DeviceBuffer, dtype, n: int):
     return d, r
 
 
-__all__ = ["INIT", "KINDS", "Reader", "decode", "record"]
+__all__ = ["ARENA_BYTES", "INIT", "KINDS", "Arena", "Reader", "decode", "fold", "record"]
