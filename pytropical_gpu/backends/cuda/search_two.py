@@ -23,6 +23,9 @@ KEEP = 1 << 27
 #: (a value of search_launch.TOPK_V), or 0 for topk_one_w (one score a load). H200, s4, 64
 #: queries: 4 vectors, top-k 33 us against 40 (8 vectors: 40-47).
 TOPK_VEC = 4
+#: topk_one_v: a query's last block merges by one warp where its blocks' lists hold <= 256 keys
+#: (merge_keys_warp: one round of loads, no block barrier).
+WARP_MERGE = False
 _NULL, _ZERO = np.uint64(0), np.int32(0)
 _plans: dict[tuple, tuple | None] = {}
 _bufs: dict[tuple, object] = {}
@@ -50,7 +53,7 @@ def search(be, sl, qp, qn, mp, mn, k: int, kb: int):
     m = mp.shape[0]
     dev = cp.cuda.runtime.getDevice()
     key = (dev, q, w, m, kb, sl.ENGINE, sl.VARIANT, sl.MMA_FROM_Q, sl.SMEM_BUDGET, sl.SMEM_PAD,
-           sl.SCORES_BUDGET, sl.SCORES16, sl.LAST_MERGE, sl.TOPK_PER_THREAD, TOPK_VEC)
+           sl.SCORES_BUDGET, sl.SCORES16, sl.LAST_MERGE, sl.TOPK_PER_THREAD, TOPK_VEC, WARP_MERGE)
     plan = search_fused.cached(_plans, key, lambda: _plan(be, sl, q, w, m, kb))
     if plan is None:
         return None
@@ -104,7 +107,7 @@ def _plan(be, sl, q: int, w: int, m: int, kb: int):
     chunks = _cdiv(m, chunk)
     sfx = "_s16" if s16 else ""
     if vec:  # 16-byte loads: each query's scores and chunk start 16-byte aligned
-        topk, merge = kernels.function(sl.TOPK, f"one{kb}_s16_v{vec}"), None
+        topk, merge = kernels.function(sl.TOPK, f"one{kb}_s16_v{vec}{'m' if WARP_MERGE else ''}"), None
     elif sl.LAST_MERGE:
         topk, merge = kernels.function(sl.TOPK, f"one{kb}{sfx}"), None
     else:
@@ -114,4 +117,4 @@ def _plan(be, sl, q: int, w: int, m: int, kb: int):
     return fn, gx, per_block, block, smem, scalars, st, group, topk, chunks, chunk, merge
 
 
-__all__ = ["KEEP", "TOPK_VEC", "search"]
+__all__ = ["KEEP", "TOPK_VEC", "WARP_MERGE", "search"]
