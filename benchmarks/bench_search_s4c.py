@@ -9,11 +9,12 @@ Memory 200,000 x 10,000 trits resident (cupy planes), k = 10, 1 and 64 queries.
 2. One query, ``tg.search``: CUDA events around each call (median of 300), the kernels alone
    (``be._search``), the host time of one public call (256 rows), the scan alone with and without
    its last-block merge (graph of 20). Variants: the s4 default (tma3, 2 blocks a SM, raw launch)
-   against the global floor merge (search_fused.FLOOR_MERGE), the results allocated a call ahead
-   (OUT_AHEAD), both, and both with tma3v / tma4v.
+   against the global floor merge (search_fused.FLOOR_MERGE), with the results allocated a call
+   ahead (OUT_AHEAD), and both with tma3v / tma4v.
 3. 64 queries: ``tg.search`` events (median of 200), the top-k launch alone (graph of 20):
    topk_one_v at 4 vectors, 256 a thread (s4 default) against the one-warp last-block merge
-   (search_two.WARP_MERGE) at 128 / 256 a thread; the scoring kernel alone.
+   (search_two.WARP_MERGE), the scoring kernel launched by cuLaunchKernel (search_two.RAW_LAUNCH)
+   and both; the scoring kernel alone. Parts 2 and 3 run in --rounds rounds (host drift).
 4. Host parts (us a call, fastest of 5 blocks): the public call's Python with ``_search``
    stubbed, the fused path's look-up that 2+ queries now skip, CuPy's allocation and views.
 
@@ -23,6 +24,7 @@ Memory 200,000 x 10,000 trits resident (cupy planes), k = 10, 1 and 64 queries.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 import time
@@ -49,18 +51,17 @@ _BASE = {"sl.SCAN": "tma3", "sl.TMA_BLOCKS": 2, "fused.RAW_LAUNCH": True,
          "fused.FLOOR_MERGE": False, "fused.OUT_AHEAD": False}
 ONE = {"tma3 raw (s4 default)": _BASE,
        "tma3 raw floor": {**_BASE, "fused.FLOOR_MERGE": True},
-       "tma3 raw ahead": {**_BASE, "fused.OUT_AHEAD": True},
        "tma3 raw floor ahead": {**_BASE, "fused.FLOOR_MERGE": True, "fused.OUT_AHEAD": True},
        "tma3v raw floor ahead": {**_BASE, "sl.SCAN": "tma3v", "fused.FLOOR_MERGE": True,
                                  "fused.OUT_AHEAD": True},
        "tma4v raw floor ahead": {**_BASE, "sl.SCAN": "tma4v", "fused.FLOOR_MERGE": True,
-                                 "fused.OUT_AHEAD": True},
-       "tma3 raw (s4 default) again": _BASE}
-_MB = {"two.TOPK_VEC": 4, "sl.TOPK_PER_THREAD": 256, "two.WARP_MERGE": False}
+                                 "fused.OUT_AHEAD": True}}
+_MB = {"two.TOPK_VEC": 4, "sl.TOPK_PER_THREAD": 256, "two.WARP_MERGE": False,
+       "two.RAW_LAUNCH": False}
 MANY = {"one_v4 256 (s4 default)": _MB,
         "one_v4 256 warp merge": {**_MB, "two.WARP_MERGE": True},
-        "one_v4 128 warp merge": {**_MB, "two.WARP_MERGE": True, "sl.TOPK_PER_THREAD": 128},
-        "one_v4 256 (s4 default) again": _MB}
+        "one_v4 256 raw": {**_MB, "two.RAW_LAUNCH": True},
+        "one_v4 256 warp merge raw": {**_MB, "two.WARP_MERGE": True, "two.RAW_LAUNCH": True}}
 s4.MODS["fused"], s4.MODS["two"] = search_fused, search_two
 s4.ONE, s4.MANY = ONE, MANY  # s4.checks and s4.many_queries run these
 
@@ -162,6 +163,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="4,000 x 1,024 trits")
     ap.add_argument("--json")
+    ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args(argv)
     import cupy as cp
 
@@ -189,12 +191,18 @@ def main(argv=None) -> int:
     log(f"{out['sizes']}: reference ready at {time.time() - t0:.1f} s")
     planes = (*flat(be, qb), *flat(be, mc))
     small = TernaryVec._trusted(mc.pos[:256], mc.neg[:256], mc.dim)
-    for name, sets in ONE.items():
-        s4.section(out, f"one {name}", lambda name=name, sets=sets: one_row(
-            out, cp, be, qb, mc, ref[0], k, name, sets, planes, small))
-    log(f"one query done at {time.time() - t0:.1f} s")
-    s4.section(out, "many", lambda: s4.many_queries(out, cp, be, mc, qc, want64, k))
-    log(f"64 queries done at {time.time() - t0:.1f} s")
+    gc.collect()
+    per_call_us(lambda: tg.search(qb, small, k=k, backend="cuda"), 3000, 1)  # host warm-up
+    cp.cuda.Device().synchronize()
+    for r in range(args.rounds):  # rounds of every variant: host drift shows between rounds
+        n1, n64 = len(out["one_query"]), len(out["many_queries"])
+        for name, sets in ONE.items():
+            s4.section(out, f"one {name} {r}", lambda name=name, sets=sets: one_row(
+                out, cp, be, qb, mc, ref[0], k, name, sets, planes, small))
+        s4.section(out, f"many {r}", lambda: s4.many_queries(out, cp, be, mc, qc, want64, k))
+        for row in out["one_query"][n1:] + out["many_queries"][n64:]:
+            row["round"] = r
+        log(f"round {r} done at {time.time() - t0:.1f} s")
     s4.section(out, "host", lambda: host_parts(out, cp, be, qb, qc, mc, k))
     bad = [r["variant"] for r in out["one_query"] + out["many_queries"]
            if not r.get("checked") or r.get("checked_after") is False]

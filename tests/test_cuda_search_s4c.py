@@ -96,3 +96,18 @@ def test_warp_merge(be, sl, monkeypatch, rng, tpt, nq):
     mem = trits(rng, (4104, 1000))
     mem[:, :] = np.where(rng.random((4104, 1000)) < 0.01, mem, 0)  # scores near zero: many ties
     run(be, trits(rng, (nq, 1000)), mem, 10)
+
+
+@pytest.mark.parametrize("warp", [True, False])
+def test_two_raw_launch(be, sl, monkeypatch, rng, warp):
+    """The 2+ query scoring kernel launched through cuLaunchKernel (search_two.RAW_LAUNCH), on
+    changing shapes (the kept parameter blocks rewritten), int16 and int32 scores, with either
+    last-block merge."""
+    from pytropical_gpu.backends.cuda import search_two
+
+    monkeypatch.setattr(search_two, "RAW_LAUNCH", True)
+    monkeypatch.setattr(search_two, "WARP_MERGE", warp)
+    for nq, rows, dim in ((2, 500, 100), (64, 4104, 333), (9, 777, 1000), (2, 500, 100),
+                          (64, 4104, 333), (3, 2000, 33 * 1024)):
+        for k in (1, 10, 32):
+            run(be, trits(rng, (nq, dim)), trits(rng, (rows, dim), density=0.3), k)
