@@ -43,11 +43,12 @@ def test_floor_merge(be, sl, fused, monkeypatch, rng, scan, blocks, dim):
         run(be, q, mem, k)
 
 
+@pytest.mark.parametrize("floor", [True, False])
 @pytest.mark.parametrize("scan", ["tma3", "tma4v"])
-def test_floor_reset_between_calls(be, sl, fused, monkeypatch, rng, scan):
+def test_floor_reset_between_calls(be, sl, fused, monkeypatch, rng, scan, floor):
     """A call with high scores, then one whose best score is below the first's floor: a floor
     left over from the first would drop the second's results. Fewer rows than blocks too."""
-    monkeypatch.setattr(fused, "FLOOR_MERGE", True)
+    monkeypatch.setattr(fused, "FLOOR_MERGE", floor)
     monkeypatch.setattr(sl, "SCAN", scan)
     dim = 640
     q = trits(rng, (1, dim), density=1.0)
@@ -78,14 +79,15 @@ def test_out_ahead_results_stay(be, sl, fused, monkeypatch, rng, ahead, raw):
         np.testing.assert_array_equal(cp.asnumpy(idx), want_i)
 
 
+@pytest.mark.parametrize("warp", [True, False])
 @pytest.mark.parametrize("tpt", [16, 256, 512])
 @pytest.mark.parametrize("nq", [2, 9, 64])
-def test_warp_merge(be, sl, monkeypatch, rng, tpt, nq):
+def test_warp_merge(be, sl, monkeypatch, rng, tpt, nq, warp):
     """int16 top-k with the one-warp last-block merge: few blocks a query (one warp merges) and
     many (16 a thread: past 256 keys, the block merge), ties, k up to 32."""
     from pytropical_gpu.backends.cuda import search_two
 
-    monkeypatch.setattr(search_two, "WARP_MERGE", True)
+    monkeypatch.setattr(search_two, "WARP_MERGE", warp)
     monkeypatch.setattr(sl, "TOPK_PER_THREAD", tpt)
     base = trits(rng, (3, 200))
     for rows in (30_000, 30_001, 8):
@@ -98,14 +100,15 @@ def test_warp_merge(be, sl, monkeypatch, rng, tpt, nq):
     run(be, trits(rng, (nq, 1000)), mem, 10)
 
 
+@pytest.mark.parametrize("raw", [True, False])
 @pytest.mark.parametrize("warp", [True, False])
-def test_two_raw_launch(be, sl, monkeypatch, rng, warp):
+def test_two_raw_launch(be, sl, monkeypatch, rng, warp, raw):
     """The 2+ query scoring kernel launched through cuLaunchKernel (search_two.RAW_LAUNCH), on
     changing shapes (the kept parameter blocks rewritten), int16 and int32 scores, with either
     last-block merge."""
     from pytropical_gpu.backends.cuda import search_two
 
-    monkeypatch.setattr(search_two, "RAW_LAUNCH", True)
+    monkeypatch.setattr(search_two, "RAW_LAUNCH", raw)
     monkeypatch.setattr(search_two, "WARP_MERGE", warp)
     for nq, rows, dim in ((2, 500, 100), (64, 4104, 333), (9, 777, 1000), (2, 500, 100),
                           (64, 4104, 333), (3, 2000, 33 * 1024)):
