@@ -202,7 +202,7 @@ def scan_parts(cp, be, qp, qn, mp, mn, k):
     plan = search_fused._plan(be, search_launch, 1, w, m, 16, True)
     fn, (gx, _), block, smem, (pre, _, post, _), *_ = plan
     cand = cp.empty(gx * 16, np.int64)
-    idx, val, cnt = cp.empty(k, np.int64), cp.empty(k, np.int64), cp.zeros(1, np.uint32)
+    idx, val, cnt = cp.empty(k, np.int64), cp.empty(k, np.int64), cp.zeros(4, np.uint32)
     null = np.uint64(0)
     base = (mp, mn, qp, qn, null, *pre, *post, cand, np.int32(k))
     return {"blocks": int(gx),

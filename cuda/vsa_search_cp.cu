@@ -25,7 +25,7 @@ __device__ __forceinline__ void restage(int c, int chunks, const F& stage);
 __device__ __forceinline__ i64 key_of(int score, i64 row);
 __device__ __forceinline__ void wl_insert(i64& mine, i64 key, int lane);
 template <int K>
-__device__ __forceinline__ void wl_block(i64 mine, i64* out, int k);
+__device__ __forceinline__ i64 wl_block(i64 mine, i64* out, int k);
 template <int K>
 __device__ __forceinline__ void merge_keys(const i64* cand, i64 n, long long* idx, long long* val,
                                            int k);  // n lists of K keys

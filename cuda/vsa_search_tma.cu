@@ -18,10 +18,13 @@ typedef long long i64;
 __device__ __forceinline__ i64 key_of(int score, i64 row);
 __device__ __forceinline__ void wl_insert(i64& mine, i64 key, int lane);
 template <int K>
-__device__ __forceinline__ void wl_block(i64 mine, i64* out, int k);
+__device__ __forceinline__ i64 wl_block(i64 mine, i64* out, int k);
 template <int K>
 __device__ __forceinline__ void merge_keys(const i64* cand, i64 n, long long* idx, long long* val,
                                            int k);
+template <int K>
+__device__ __forceinline__ void merge_keys_f(const i64* cand, int n, long long* idx,
+                                             long long* val, int k, unsigned* counter);
 __device__ __forceinline__ bool last_of(unsigned* counter, unsigned n);
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -63,7 +66,10 @@ __device__ __forceinline__ void bar_wait(unsigned long long* b, unsigned parity)
 // 4 j + i = query word 4 j + i - o, zero outside the query), so a row starting o words into its
 // first 16-byte vector is multiplied a vector at a time (16-byte shared reads, the neighbours'
 // words meeting zeros): a quarter of the shared-memory loads and a shorter chain a row.
-template <int STAGES, int K = 0, bool VQ = false>
+// FL (K > 0, with a counter): each block also puts its list's k-th key into a global floor
+// (atomicMax at counter + 2, counter: 4 words), so the last block's merge starts from it
+// (merge_keys_f: no pass over the lists' k-th keys, one round of loads).
+template <int STAGES, int K = 0, bool VQ = false, bool FL = false>
 __global__ void __launch_bounds__(256)
 search_scan_tma(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN,
                 const unsigned* __restrict__ QP, const unsigned* __restrict__ QN,
@@ -149,8 +155,15 @@ search_scan_tma(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN
     __syncwarp();  // every lane has read the stage before lane 0 refills it
   }
   if constexpr (K > 0) {
-    wl_block<K>(mine, C + (i64)blockIdx.x * K, k);
-    if (counter && last_of(counter, gridDim.x)) merge_keys<K>(C, gridDim.x, idx, val, k);
+    const i64 best = wl_block<K>(mine, C + (i64)blockIdx.x * K, k);
+    if constexpr (FL) {
+      if (counter && threadIdx.x == k - 1)  // lane k - 1 of warp 0: the block's k-th key
+        atomicMax(reinterpret_cast<unsigned long long*>(counter + 2),
+                  (unsigned long long)best ^ 0x8000000000000000ULL);
+      if (counter && last_of(counter, gridDim.x)) merge_keys_f<K>(C, gridDim.x, idx, val, k, counter);
+    } else {
+      if (counter && last_of(counter, gridDim.x)) merge_keys<K>(C, gridDim.x, idx, val, k);
+    }
   }
 #else
   __trap();  // no bulk copies below sm_90 (never launched there)

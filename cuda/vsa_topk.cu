@@ -163,8 +163,9 @@ __device__ __forceinline__ i64 warp_kth(i64 x, int lane, int k1) {
 // The block's k best of every warp's list (each exact in its first k lanes) into out[0..K): exact
 // in the first k, the rest real keys or EMPTY (256 threads; lanes < K of warp 0 write). The best
 // of the 8 lists' k-th keys floors the feed (that list has k keys >= it).
+// Returns the block's list in warp 0's lanes (lane i: its i-th best; EMPTY in the other warps).
 template <int K>
-__device__ __forceinline__ void wl_block(i64 mine, i64* out, int k) {
+__device__ __forceinline__ i64 wl_block(i64 mine, i64* out, int k) {
   __shared__ i64 part[8 * K];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   if (lane < K) part[warp * K + lane] = mine;
@@ -180,7 +181,9 @@ __device__ __forceinline__ void wl_block(i64 mine, i64* out, int k) {
       wl_feed_f(best, thr, ok ? part[b + lane] : PTG_EMPTY, ok, lane, k - 1, floor);
     }
     if (lane < K) out[lane] = best;
+    return best;
   }
+  return PTG_EMPTY;
 }
 
 // The K best keys (k <= K exact) of scores S[lo, hi) of one query into the warp list mine
@@ -239,6 +242,60 @@ __device__ __forceinline__ void merge_keys(const i64* cand, i64 n, long long* id
   wl_block<K>(mine, best, k);
   __syncthreads();
   if (threadIdx.x < k) put_key(idx, val, threadIdx.x, best[threadIdx.x]);
+}
+
+// merge_keys for n k <= 256 keys by warp 0 alone (the other warps return): every key loaded in one
+// round (8 a lane), floored by the best of the lists' k-th keys, no block barrier.
+template <int K>
+__device__ __forceinline__ void merge_keys_warp(const i64* cand, int n, long long* idx,
+                                                long long* val, int k) {
+  if (threadIdx.x >= 32) return;
+  const int lane = threadIdx.x, nk = n * k;
+  i64 v[8], f = PTG_EMPTY;
+#pragma unroll
+  for (int u = 0; u < 8; ++u) {
+    const int i = u * 32 + lane, l = i / k, j = i - l * k;
+    v[u] = i < nk ? __ldcg(cand + l * K + j) : PTG_EMPTY;
+    if (i < nk && j == k - 1) f = max(f, v[u]);
+  }
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) f = max(f, __shfl_xor_sync(0xffffffffu, f, off));
+  const i64 floor = wl_floor(f);
+  i64 mine = PTG_EMPTY, thr = floor;
+#pragma unroll
+  for (int u = 0; u < 8; ++u) wl_feed_f(mine, thr, v[u], u * 32 + lane < nk, lane, k - 1, floor);
+  if (lane < k) put_key(idx, val, lane, mine);
+}
+
+// A key as an unsigned integer of the same order (EMPTY -> 0), for atomicMax on a global floor.
+#define PTG_SIGN 0x8000000000000000ULL
+
+// merge_keys where every block has put its list's k-th key into the floor at counter + 2 (a
+// uint64, atomicMax of the key ^ PTG_SIGN: 0 is EMPTY) before it counted itself: no pass over the
+// lists' k-th keys, the keys read with 32-bit index arithmetic, 12 a thread in flight (one round
+// up to 3,072 keys). Puts the floor back to 0 for the next launch.
+template <int K>
+__device__ __forceinline__ void merge_keys_f(const i64* cand, int n, long long* idx,
+                                             long long* val, int k, unsigned* counter) {
+  __shared__ i64 best[K];
+  unsigned long long* gf = reinterpret_cast<unsigned long long*>(counter + 2);
+  const int lane = threadIdx.x & 31, nk = n * k;
+  const i64 floor = wl_floor((i64)(__ldcg(gf) ^ PTG_SIGN));
+  i64 mine = PTG_EMPTY, thr = floor;
+  for (int b = threadIdx.x - lane; b < nk; b += 256 * 12) {  // warp-uniform
+    i64 v[12];
+#pragma unroll
+    for (int u = 0; u < 12; ++u) {
+      const int i = b + 256 * u + lane, l = i / k;
+      v[u] = i < nk ? __ldcg(cand + l * K + (i - l * k)) : PTG_EMPTY;
+    }
+#pragma unroll
+    for (int u = 0; u < 12; ++u) wl_feed_f(mine, thr, v[u], b + 256 * u + lane < nk, lane, k - 1, floor);
+  }
+  wl_block<K>(mine, best, k);
+  __syncthreads();
+  if (threadIdx.x < k) put_key(idx, val, threadIdx.x, best[threadIdx.x]);
+  if (threadIdx.x == 0) *gf = 0ull;
 }
 
 // True in the block that arrives last of n blocks counting on *counter; every block's global
@@ -332,8 +389,9 @@ __device__ __forceinline__ void wl_scan_v(const short* __restrict__ s, i64 lo, i
   }
 }
 
-// topk_one_w for int16 scores with wl_scan_v (M and the chunk multiples of 8).
-template <int K, int V>
+// topk_one_w for int16 scores with wl_scan_v (M and the chunk multiples of 8). WM: a query's last
+// block merges by one warp where its blocks' lists hold at most 256 keys (merge_keys_warp).
+template <int K, int V, bool WM = false>
 __global__ void __launch_bounds__(256)
 topk_one_v(const short* __restrict__ S, i64* __restrict__ cand, i64 M, i64 chunk, int k,
            long long* __restrict__ idx, long long* __restrict__ val, unsigned* __restrict__ counters) {
@@ -342,7 +400,12 @@ topk_one_v(const short* __restrict__ S, i64* __restrict__ cand, i64 M, i64 chunk
   wl_scan_v<V>(S + q * M, c * chunk, min(M, c * chunk + chunk), mine, k);
   i64* qc = cand + q * gridDim.x * K;
   wl_block<K>(mine, qc + c * K, k);
-  if (last_of(counters + q, gridDim.x)) merge_keys<K>(qc, gridDim.x, idx + q * k, val + q * k, k);
+  if (last_of(counters + q, gridDim.x)) {
+    if (WM && gridDim.x * k <= 256)
+      merge_keys_warp<K>(qc, gridDim.x, idx + q * k, val + q * k, k);
+    else
+      merge_keys<K>(qc, gridDim.x, idx + q * k, val + q * k, k);
+  }
 }
 
 // As topk_merge, with warp lists (K <= 32) kept to their first k lanes.

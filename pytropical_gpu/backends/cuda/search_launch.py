@@ -72,8 +72,9 @@ SEARCH_CP = kernels.ModuleSpec("vsa_search_cp", "vsa_search_cp.cu", {
 SCAN_TMA_STAGES = (3, 4, 6, 8)
 SEARCH_TMA = kernels.ModuleSpec("vsa_search_tma", "vsa_search_tma.cu", {
     **{f"scan_tma{st}{v}_k{kk}": f"ptg::search_scan_tma<{st}, {kk}, {'true' if v else 'false'}>"
-       for st in SCAN_TMA_STAGES for kk in (0, *FUSED_K) for v in ("", "v")}},
-    extra=load_source("cuda", "vsa_topk.cu"))
+       for st in SCAN_TMA_STAGES for kk in (0, *FUSED_K) for v in ("", "v")},
+    **{f"scan_tma{st}{v}_k{kk}f": f"ptg::search_scan_tma<{st}, {kk}, {'true' if v else 'false'}, true>"
+       for st in (3, 4) for kk in FUSED_K for v in ("", "v")}}, extra=load_source("cuda", "vsa_topk.cu"))
 #: int16 top-k vectors in flight a lane (topk_one_v, 16-byte loads; search_two.TOPK_VEC picks).
 TOPK_V = (4, 8)
 TOPK = kernels.ModuleSpec("vsa_topk", "vsa_topk.cu", {
@@ -81,7 +82,8 @@ TOPK = kernels.ModuleSpec("vsa_topk", "vsa_topk.cu", {
     **{f"topk{k}_s16": f"ptg::topk_scores_w<{k}, short>" for k in FUSED_K},
     **{f"one{k}{sfx}": f"ptg::topk_one_w<{k}{', short' if sfx else ''}>" for k in FUSED_K
        for sfx in ("", "_s16")},
-    **{f"one{k}_s16_v{v}": f"ptg::topk_one_v<{k}, {v}>" for k in FUSED_K for v in TOPK_V},
+    **{f"one{k}_s16_v{v}{m}": f"ptg::topk_one_v<{k}, {v}, {'true' if m else 'false'}>"
+       for k in FUSED_K for v in TOPK_V for m in ("", "m")},
     **{f"merge{k}": f"ptg::topk_merge{'_w' if k <= 32 else ''}<{k}>" for k in TOPK_K}})
 #: every module of this file (``backends.cuda.module_specs`` adds them for the nvcc compile test).
 SPECS = (SEARCH, SEARCH_CP, SEARCH_TMA, TOPK)
@@ -160,7 +162,7 @@ def search(be, qp, qn, mp, mn, k: int):
     if ENGINE == "old" or w * 32 >= 2**30 or m >= _I32:
         return be._topk(be._dot(qp, qn, mp, mn), k)
     kb = _list_len(k)
-    if FUSE and kb in FUSED_K:
+    if FUSE and kb in FUSED_K and (q == 1 or FUSED_NT):  # 2+ queries: fused only in FUSED_NT
         out = search_fused.search(be, sys.modules[__name__], qp, qn, mp, mn, k, kb)
         if out is not None:
             return out

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import kernels, search_fused
+from . import kernels, search_fused, search_raw
 
 #: score, candidate and counter buffers up to this many bytes are kept between calls.
 KEEP = 1 << 27
@@ -23,6 +23,14 @@ KEEP = 1 << 27
 #: (a value of search_launch.TOPK_V), or 0 for topk_one_w (one score a load). H200, s4, 64
 #: queries: 4 vectors, top-k 33 us against 40 (8 vectors: 40-47).
 TOPK_VEC = 4
+#: topk_one_v: a query's last block merges by one warp where its blocks' lists hold <= 256 keys
+#: (merge_keys_warp: one round of loads, no block barrier). H200, s4c, 64 queries: top-k 33.1 ->
+#: 30.8 us.
+WARP_MERGE = True
+#: the scoring kernel (the first launch: the host work before it is on the call's time) through
+#: ``cuLaunchKernel`` on a kept parameter block (search_raw.py) instead of CuPy's packing. H200,
+#: s4c, 64 queries, with WARP_MERGE: public call 0.302 -> 0.298 ms.
+RAW_LAUNCH = True
 _NULL, _ZERO = np.uint64(0), np.int32(0)
 _plans: dict[tuple, tuple | None] = {}
 _bufs: dict[tuple, object] = {}
@@ -50,15 +58,18 @@ def search(be, sl, qp, qn, mp, mn, k: int, kb: int):
     m = mp.shape[0]
     dev = cp.cuda.runtime.getDevice()
     key = (dev, q, w, m, kb, sl.ENGINE, sl.VARIANT, sl.MMA_FROM_Q, sl.SMEM_BUDGET, sl.SMEM_PAD,
-           sl.SCORES_BUDGET, sl.SCORES16, sl.LAST_MERGE, sl.TOPK_PER_THREAD, TOPK_VEC)
+           sl.SCORES_BUDGET, sl.SCORES16, sl.LAST_MERGE, sl.TOPK_PER_THREAD, TOPK_VEC, WARP_MERGE)
     plan = search_fused.cached(_plans, key, lambda: _plan(be, sl, q, w, m, kb))
     if plan is None:
         return None
-    fn, gx, per_block, block, smem, scalars, st, group, topk, chunks, chunk, merge = plan
+    fn, gx, per_block, block, smem, scalars, st, group, topk, chunks, chunk, merge, raw = plan
     skey = (dev, cp.cuda.get_current_stream().ptr)
     s = _buf(cp, skey + ("s", st), min(q, group) * m, st)
     m64 = np.int64(m)
-    if group >= q:  # one pass: the scores launched first, the rest while they run
+    if group >= q and not (RAW_LAUNCH and search_raw.launch(
+            cp, plan, fn, (gx, _cdiv(q, per_block), 1), block[0], smem, skey[1],
+            [mp.data.ptr, mn.data.ptr, qp.data.ptr, qn.data.ptr, s.data.ptr, m, q, *raw])):
+        # one pass: the scores launched first, the rest while they run
         fn((gx, _cdiv(q, per_block)), block, (mp, mn, qp, qn, s, m64, np.int64(q), *scalars),
            shared_mem=smem)
     cand = _buf(cp, skey + ("c",), min(q, group) * chunks * kb, np.int64)
@@ -83,7 +94,7 @@ def search(be, sl, qp, qn, mp, mn, k: int, kb: int):
 def _plan(be, sl, q: int, w: int, m: int, kb: int):
     """(score fn, grid x, queries a block, block, shared memory, scalars after the query count,
     score dtype, query group, top-k fn, top-k blocks a query, rows a top-k block, merge fn or
-    None), or None."""
+    None, the scalars as ints for search_raw), or None."""
     if q < 2 or sl.ENGINE not in ("mma", "auto") or (sl.ENGINE == "auto" and q < sl.MMA_FROM_Q):
         return None
     nt = 1 if q <= 8 else 2 if q <= 16 else 4 if q <= 32 else 8
@@ -104,14 +115,15 @@ def _plan(be, sl, q: int, w: int, m: int, kb: int):
     chunks = _cdiv(m, chunk)
     sfx = "_s16" if s16 else ""
     if vec:  # 16-byte loads: each query's scores and chunk start 16-byte aligned
-        topk, merge = kernels.function(sl.TOPK, f"one{kb}_s16_v{vec}"), None
+        topk, merge = kernels.function(sl.TOPK, f"one{kb}_s16_v{vec}{'m' if WARP_MERGE else ''}"), None
     elif sl.LAST_MERGE:
         topk, merge = kernels.function(sl.TOPK, f"one{kb}{sfx}"), None
     else:
         topk, merge = (kernels.function(sl.TOPK, f"topk{kb}{sfx}"),
                        kernels.function(sl.TOPK, f"merge{kb}"))
     scalars = (np.int64(w), np.int32(8 * cs), _NULL, _ZERO, _ZERO, _ZERO)  # no list, k, dbl, narrow
-    return fn, gx, per_block, block, smem, scalars, st, group, topk, chunks, chunk, merge
+    return (fn, gx, per_block, block, smem, scalars, st, group, topk, chunks, chunk, merge,
+            [int(x) for x in scalars])
 
 
-__all__ = ["KEEP", "TOPK_VEC", "search"]
+__all__ = ["KEEP", "RAW_LAUNCH", "TOPK_VEC", "WARP_MERGE", "search"]
