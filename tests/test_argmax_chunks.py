@@ -13,6 +13,9 @@ from reference import SEMIRINGS, ref_matmul, zero_of
 from test_matmul import rand
 from test_matmul_kernels import check_argmax
 
+import pytropical_gpu as tg
+
+I32 = np.iinfo(np.int32)
 SELECTIVE = [s for s in SEMIRINGS if s != "plus_times"]
 
 
@@ -52,3 +55,35 @@ def test_argmax_winner_placed_in_chunks(backend, rng, name, dtype, m, k, n, star
             assert (row == -1).all()
         else:
             assert (row >= t).all()
+
+
+def _late_operands(rng, name, dtype, m, k, n, k0):
+    """No zero (and, for int32 plus, no value the fast body cannot take: |x| < 2^30, some above
+    2^28 so the DPX path is not chosen) before k0; from k0 on the zero in 10 % of places and, for
+    int32, values the guarded body alone handles. On cuda a block runs its first slabs in the loop
+    holding only the fast body, then leaves it in the middle of k (sr_gemm's HOT)."""
+    z = zero_of(name, np.dtype(dtype))
+    if dtype == "int32":
+        lim = 2**30 if name.endswith("plus") else 1000
+        a = rng.integers(-lim + 1, lim, (m, k)).astype(np.int32)
+        b = rng.integers(-lim + 1, lim, (k, n)).astype(np.int32)
+        wild = (I32.max - 1, I32.min + 1) if name.endswith("plus") else (I32.max, I32.min)
+    else:
+        a, b = rand(rng, (m, k), dtype, special=False), rand(rng, (k, n), dtype, special=False)
+        a[:, : k0 // 2][rng.random((m, k0 // 2)) < 0.1] = -z  # the other infinity: fast
+        wild = (-z, np.float32(0.0))
+    a[:, k0:][rng.random((m, k - k0)) < 0.1] = z
+    b[k0:][rng.random((k - k0, n)) < 0.1] = z
+    a[: min(3, m), k0:] = z  # rows won before k0
+    a[3:5, k - 1], b[k - 1, :2] = wild
+    return a, b
+
+
+@pytest.mark.parametrize("name", SELECTIVE)
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+@pytest.mark.parametrize(("m", "k", "n", "k0"), [(70, 200, 67, 100), (130, 333, 190, 40),
+                                                 (8, 1300, 12, 700)], ids=["one_pass", "tiles", "split_k"])
+def test_zero_only_after_fast_slabs(backend, rng, name, dtype, m, k, n, k0):
+    a, b = _late_operands(rng, name, dtype, m, k, n, k0)
+    check_argmax(a, b, name, rand(rng, (m, n), dtype), backend)
+    np.testing.assert_array_equal(tg.matmul(a, b, name, backend=backend), ref_matmul(a, b, name)[0])
