@@ -34,6 +34,8 @@ from .runtime import Binding, Dispatch
 _new = object.__new__
 _tnew = tuple.__new__  # a NamedTuple made without its __new__'s Python frame (same object)
 _local = batch._local
+#: False: every fast GEMM takes :func:`.fastpath.matmul` (the path before plans; benchmarks compare)
+PLANS = True
 #: both smallest magnitudes at least this (and no subnormals): no flushing rule can fire
 #: (⊗ plus needs both below 2**-102; ⊗ times a product below 2**-126 = (2**-63)**2)
 _QUIET = 2.0**-63
@@ -85,8 +87,8 @@ def matmul(be, a, b, semiring, c=None, out=None, return_argmax=False):
     if (c is not None or out is not None or return_argmax or type(a) is not WgpuArray
             or type(b) is not WgpuArray):
         return None
-    if type(semiring) is not str and type(semiring) is not Semiring:  # may not hash: as before
-        return fp.matmul(be, a, b, semiring, c, out, return_argmax)
+    if not PLANS or (type(semiring) is not str and type(semiring) is not Semiring):  # (may not
+        return fp.matmul(be, a, b, semiring, c, out, return_argmax)  # hash): as before plans
     eng = be.engine
     cur = getattr(_local, "batch", None)
     if not fp.ENABLED or cur is None or cur._engine is not eng or eng.recording is None:
@@ -226,7 +228,10 @@ class _Group:
 
 def _quiet(f: Facts) -> bool:
     """No flushing rule can fire on this float operand (see ``_QUIET``); False when unsure."""
-    return f["subnormal"] == 0 and f["min_abs"] >= _QUIET
+    v = f._v
+    if "min_abs" not in v:  # (as f["subnormal"]: both groups learned, from the device words)
+        v = f._group("min_abs")
+    return v["subnormal"] == 0 and v["min_abs"] >= _QUIET
 
 
 def _defer(cur, be, plan: _Plan, fa, fb, pa: bool, pb: bool) -> None:
@@ -247,4 +252,4 @@ def _defer(cur, be, plan: _Plan, fa, fb, pa: bool, pb: bool) -> None:
             cur.facts.append(f)
 
 
-__all__ = ["matmul"]
+__all__ = ["PLANS", "matmul"]
