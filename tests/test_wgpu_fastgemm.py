@@ -155,6 +155,9 @@ def test_a_new_runtime_or_fused_setting_gets_a_new_plan(ctx, rng, monkeypatch):
         w = ctx.matmul(A, A, "min_plus")
         assert w.stats._reader.arena is not None
     np.testing.assert_array_equal(ctx.to_host(w), _minplus(a, a))
+    recs = fastpath.records(eng)  # other tests read every 64³ record: drop the unfused ones
+    for key in [key for key in recs if key[0] in ("mm", "plan") and len(key) > 6 and key[-1] == 0]:
+        del recs[key]
     np.testing.assert_array_equal(ctx.to_host(z), _minplus(_minplus(a, a), a))
 
 
