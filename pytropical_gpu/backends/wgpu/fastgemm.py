@@ -215,10 +215,10 @@ class _Group:
     def __call__(self) -> None:
         be, sr, dt, flushing = self.be, self.sr, self.dt, self.flushing
         screen = flushing and sr.builtin
-        for fa, fb, la, lb in self.items:
-            if la:
+        for fa, fb, la, lb in self.items:  # (``f.nan`` read from its dict: the same value)
+            if la and (fa._v if "nan" in fa._v else fa._group("nan"))["nan"]:
                 _no_nan("a", fa)
-            if lb:
+            if lb and (fb._v if "nan" in fb._v else fb._group("nan"))["nan"]:
                 _no_nan("b", fb)
             if flushing and not (screen and _quiet(fa) and _quiet(fb)):
                 got = be._flush_rule("matmul", sr, dt, {"a": fa, "b": fb})
