@@ -17,11 +17,14 @@ def test_bench_batch_s4_parts_add_up(tmp_path):
 
     out = tmp_path / "s4.json"
     assert bs.main(["--ops", "12", "--repeats", "2", "--flush", "5", "--json", str(out)]) == 0
+    from pytropical_gpu.backends.wgpu import fastgemm
+
     assert fastpath.ENABLED and fastpath.FUSED_FACTS_GROUPS == 64  # left as it found them
+    assert fastgemm.PLANS
     rows = json.loads(out.read_text())["rows"]
     got = {(r["op"], r["variant"]) for r in rows}
-    for op, variants in (("bind", ("fused", "generic")), ("min_plus", ("fused", "separate",
-                                                                      "generic"))):
+    for op, variants in (("bind", ("fused", "generic")),
+                         ("min_plus", ("fused", "records", "separate", "generic"))):
         for v in variants + ("flush5", "parts_fused", "fused_again"):
             assert (op, v) in got
         for v in variants:

@@ -10,7 +10,7 @@ from ... import _arrays, batch, facts
 from ..._checks import dt_name
 from ...semirings import Semiring, get_semiring
 from ..base import Backend
-from . import boolean, fastpath, flush, gemm, vsa
+from . import boolean, fastgemm, fastpath, flush, gemm, vsa
 from .array import WgpuArray, host
 from .device import get_engine
 from .engine import Engine
@@ -109,8 +109,8 @@ class WgpuBackend(Backend):
     # ------------------------------------------------------------------ recorded fast path
     def matmul(self, a, b, semiring="max_plus", *, c=None, out=None, return_argmax=False):
         """See :func:`pytropical_gpu.matmul` (inside a batch, resident operands take
-        :mod:`.fastpath`'s compiled op records)."""
-        r = fastpath.matmul(self, a, b, semiring, c, out, return_argmax)
+        :mod:`.fastgemm`'s plans over :mod:`.fastpath`'s records)."""
+        r = fastgemm.matmul(self, a, b, semiring, c, out, return_argmax)
         return super().matmul(a, b, semiring, c=c, out=out, return_argmax=return_argmax) \
             if r is None else r
 

@@ -5,7 +5,8 @@ resident WgpuArrays, records one dispatch; what the generic path spends on the w
 operation layer's normalisation, the shape planner, the kernel choice, the pipeline key, dispatch
 grids and uniform bytes) depends only on the operation, the shapes, the dtype and the semiring, so
 it is worked out once into a *compiled op record* kept per engine and reused by every later call
-with the same key. A call the record does not cover (host or mixed operands, broadcasting, views
+with the same key (a GEMM's call reaches it through :mod:`.fastgemm`'s plan per call signature).
+A call the record does not cover (host or mixed operands, broadcasting, views
 the device cannot bind in place, ``c``/``out``/``return_argmax``, work beyond one binding, no batch
 open on this thread) returns None and takes the generic path, unchanged.
 

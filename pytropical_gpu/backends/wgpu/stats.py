@@ -119,13 +119,13 @@ class Reader:
             finally:
                 eng.release(stage)
         starts = [(base[r.handle] + r.offset) >> 2 for r in todo]
-        sets = _folded(raw, todo, starts)
-        for r, w in zip(todo, sets):
-            r.values = decode(r.kind, w)
+        for r, (w, fl) in zip(todo, _folded(raw, todo, starts)):
+            r.values = decode(r.kind, w, fl)
 
 
 def _folded(raw: np.ndarray, todo: list, starts: list) -> list:
-    """Each reader's 8 words as Python ints, its workgroups' sets folded (vectorised per count)."""
+    """Each reader's ``(8 words as Python ints, (word 3, word 4) as float32 values)``, its
+    workgroups' sets folded (vectorised per count, the floats too: no struct round trip each)."""
     out: list = [None] * len(todo)
     by: dict = {}
     for i, r in enumerate(todo):
@@ -139,21 +139,24 @@ def _folded(raw: np.ndarray, todo: list, starts: list) -> list:
             f = w.max(axis=1)
             f[:, 4], f[:, 6] = w[:, :, 4].min(axis=1), w[:, :, 6].min(axis=1)
             f[:, 5] = w[:, :, 5].sum(axis=1)
-        for i, row in zip(idx, f.tolist()):
-            out[i] = row
+        fl = f[:, 3:5].astype(np.uint32).view(np.float32).tolist()
+        for i, row, x in zip(idx, f.tolist(), fl):
+            out[i] = row, x
     return out
 
 
-def decode(kind: str, w: np.ndarray) -> dict:
-    """The facts dict of :mod:`pytropical_gpu.facts` from the 8 words."""
-    w = [int(x) for x in w]
+def decode(kind: str, w, floats: list | None = None) -> dict:
+    """The facts dict of :mod:`pytropical_gpu.facts` from the 8 words (``floats``: words 3 and 4
+    as float32 values, when the caller has them already)."""
+    w = [int(x) for x in w] if floats is None else w
     inf = float("inf")
     if kind == "f32":
         if w[0]:  # as the host facts: with NaN the rest is unknown, and moot
             return {"nan": True, "posinf": True, "neginf": True, "absmax": inf, "min": None,
                     "max": None, "min_abs": float("nan"), "subnormal": 0}
-        return {"nan": False, "posinf": bool(w[1]), "neginf": bool(w[2]), "absmax": _f32(w[3]),
-                "min": None, "max": None, "min_abs": _f32(w[4]), "subnormal": w[5]}
+        amax, mabs = (_f32(w[3]), _f32(w[4])) if floats is None else floats
+        return {"nan": False, "posinf": bool(w[1]), "neginf": bool(w[2]), "absmax": amax,
+                "min": None, "max": None, "min_abs": mabs, "subnormal": w[5]}
     lo, hi = w[6], w[7]
     if kind == "i32":
         lo, hi = lo - (1 << 31), hi - (1 << 31)  # undo the sign-bit flip
