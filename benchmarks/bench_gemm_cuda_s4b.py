@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
 from bench_gemm_cuda_s2 import int_operands  # noqa: E402
-from bench_gemm_sweep import Timer, precompile  # noqa: E402
+from bench_gemm_sweep import Timer, baselines, precompile  # noqa: E402
 from reference import ref_matmul  # noqa: E402
 
 from pytropical_gpu.backends.cuda import gemm_launch, kernels  # noqa: E402
@@ -138,21 +138,9 @@ def main(argv=None) -> int:
     out["compile"] = {"wall_s": time.perf_counter() - t0, "cpu_s": cpu_s}
     log(f"compiled {out['compile']}")
 
-    nbytes = 1 << 30
-    bufs = [cp.ones(nbytes // 4, cp.float32), cp.empty(nbytes // 4, cp.float32)]
-    t = timer(lambda: cp.copyto(bufs[1], bufs[0]), 10)
-    rows.append({"op": "device copy", "size": "1 GiB", "s": t, "GB_s": 2 * nbytes / t / 1e9})
-    log(f"copy {2 * nbytes / t / 1e9:.0f} GB/s")
-    bufs.clear()
     S = 2048 if args.quick else 8192
     rng = np.random.default_rng(1)
-    for s in sorted({2048, S}):
-        af = cp.asarray(rng.standard_normal((s, s), dtype=np.float32))
-        bf = cp.asarray(rng.standard_normal((s, s), dtype=np.float32))
-        t = timer(lambda af=af, bf=bf: af @ bf, 5, inner=1 if s >= 8192 else 10)
-        rows.append({"op": "cuBLAS SGEMM", "size": f"{s}^3", "s": t, "TFLOPS": 2 * s**3 / t / 1e12})
-        log(f"SGEMM {s}^3 {2 * s**3 / t / 1e12:.1f} TFLOPS")
-    del af, bf
+    baselines(cp, timer, rows, log, (2048, S), rng)
 
     def run_tile(spec, rl, a, b, c, arg, ks, k):
         bk = kernels.TILES[rl][2]

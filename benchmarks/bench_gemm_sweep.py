@@ -161,6 +161,25 @@ class Timer:
         return float(np.median(ts))
 
 
+def baselines(cp, timer, rows, log, sizes, rng, nbytes=1 << 30):
+    """The same-run baselines every GEMM bench records: a 1 GiB device copy (read + write bytes)
+    and cuBLAS SGEMM at each size in ``sizes`` on operands drawn from ``rng`` (the caller's, which
+    goes on to draw its own operands), appended to ``rows``; returns the copy's bytes/s."""
+    bufs = [cp.ones(nbytes // 4, cp.float32), cp.empty(nbytes // 4, cp.float32)]
+    t = timer(lambda: cp.copyto(bufs[1], bufs[0]), 10)
+    copy_bw = 2 * nbytes / t
+    rows.append({"op": "device copy", "size": f"{nbytes / 2**30:g} GiB", "s": t, "GB_s": copy_bw / 1e9})
+    log(f"copy {copy_bw / 1e9:.0f} GB/s")
+    bufs.clear()
+    for s in sorted(set(sizes)):
+        af = cp.asarray(rng.standard_normal((s, s), dtype=np.float32))
+        bf = cp.asarray(rng.standard_normal((s, s), dtype=np.float32))
+        t = timer(lambda af=af, bf=bf: af @ bf, 5, inner=1 if s >= 8192 else 10)
+        rows.append({"op": "cuBLAS SGEMM", "size": f"{s}^3", "s": t, "TFLOPS": 2 * s**3 / t / 1e12})
+        log(f"SGEMM {s}^3 {2 * s**3 / t / 1e12:.1f} TFLOPS")
+    return copy_bw
+
+
 def operands(rng, name, dt, m, k, n, batch=None):
     """Integers (ties everywhere) with the zero, the other infinity / INT extremes and negatives
     sprinkled in the first 20 k only, so later slabs take the guard-free path."""
@@ -304,19 +323,9 @@ def main(argv=None) -> int:
     out["clock_hz_max"] = clock_hz
 
     # ------------------------------------------------------------------ baselines
-    nbytes = 1 << 30
-    bufs = [cp.ones(nbytes // 4, cp.float32), cp.empty(nbytes // 4, cp.float32)]
-    t = timer(lambda: cp.copyto(bufs[1], bufs[0]), 10)
-    copy_bw = 2 * nbytes / t
-    rows.append({"op": "device copy", "size": "1 GiB", "s": t, "GB_s": copy_bw / 1e9})
-    bufs.clear()
     S = 2048 if args.quick else 8192
     rng = np.random.default_rng(1)
-    af = cp.asarray(rng.standard_normal((S, S), dtype=np.float32))
-    bf = cp.asarray(rng.standard_normal((S, S), dtype=np.float32))
-    t = timer(lambda: af @ bf, 5)
-    rows.append({"op": "cuBLAS SGEMM", "size": f"{S}^3", "s": t, "TFLOPS": 2 * S**3 / t / 1e12})
-    log(f"copy {copy_bw / 1e9:.0f} GB/s, SGEMM {2 * S**3 / t / 1e12:.1f} TFLOPS")
+    copy_bw = baselines(cp, timer, rows, log, (S,), rng)
 
     # ------------------------------------------------------------------ checks
     failed = set()
