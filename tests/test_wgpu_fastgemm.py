@@ -9,6 +9,7 @@ import gc
 
 import numpy as np
 import pytest
+from test_wgpu_fastpath import _eng, _stat
 
 from conftest import require_backend
 from pytropical_gpu import HybridContext
@@ -19,14 +20,6 @@ from pytropical_gpu.backends.wgpu import fastgemm, fastpath
 @pytest.fixture
 def ctx():
     return HybridContext(backend=require_backend("wgpu"))
-
-
-def _eng():
-    return get_backend("wgpu").engine
-
-
-def _stat(name):
-    return _eng().stats.get(name, 0)
 
 
 def _cpu(a, b, sr):

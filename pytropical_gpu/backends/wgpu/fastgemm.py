@@ -134,7 +134,8 @@ def matmul(be, a, b, semiring, c=None, out=None, return_argmax=False):
     if sb.error is not None:
         sb.check()
     if not rec.fslots:  # the separate facts dispatch: fastpath's general recording
-        return _separate(eng, rec, plan, a, b)
+        return fp.separate(eng, rec, (fp._operand(eng, a), fp._operand(eng, b)), plan.dt,
+                           plan.shape)
     keep = eng._keep
     # the result's facts written by the GEMM itself, a set per workgroup, into the batch's arena
     nf = 32 * rec.fslots
@@ -179,26 +180,6 @@ def _record(eng, recs: dict, plan: _Plan, special: bool, fused: int):
         rec = recs[key] = fp._GemmRecord(eng, plan.sr, plan.dt, plan.m, plan.k, plan.n, special)
         eng.count("fast_records")
     return rec
-
-
-def _separate(eng, rec, plan: _Plan, a, b):
-    """The result with its facts computed by a second dispatch (as :func:`.fastpath.matmul`)."""
-    binds = (fp._operand(eng, a), fp._operand(eng, b))
-    reader = None
-    if rec.kind is not None:
-        st = eng.pool.acquire(32)
-        if not rec.fone:
-            eng.rt.write(st.handle, stats.INIT)
-        reader = stats.Reader(eng, st, rec.kind)
-        eng._keep.append(reader)
-    d, bd = fp._result(eng, rec.cap, rec.nbytes, plan.dt, plan.shape, reader)
-    cmds = [Dispatch(rec.pipe, binds + (bd,), rec.groups, rec.params)]
-    if reader is not None:
-        cmds.append(Dispatch(rec.fpipe, (bd, Binding(reader.handle, 0, 32)), rec.fgroups,
-                             rec.fparams))
-    eng.submit(cmds)
-    eng.count("fast_calls")
-    return d
 
 
 # ---------------------------------------------------------------------- deferred checks

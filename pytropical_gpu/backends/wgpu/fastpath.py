@@ -274,13 +274,20 @@ def matmul(be, a, b, semiring, c=None, out=None, return_argmax=False):
                              rec.params),))
         eng.count("fast_calls")
         return d
-    if rec.kind is not None:  # the result's facts computed beside it (as stats.record)
+    return separate(eng, rec, binds, dt, (m, n))
+
+
+def separate(eng, rec, binds, dt, shape):
+    """Queue ``rec``'s GEMM on ``binds`` with the result's facts computed by a second dispatch
+    beside it (as stats.record; none for a result without facts); the result."""
+    reader = None
+    if rec.kind is not None:
         st = eng.pool.acquire(32)
         if not rec.fone:
             eng.rt.write(st.handle, stats.INIT)
         reader = stats.Reader(eng, st, rec.kind)
         eng._keep.append(reader)
-    d, bd = _result(eng, rec.cap, rec.nbytes, dt, (m, n), reader)
+    d, bd = _result(eng, rec.cap, rec.nbytes, dt, shape, reader)
     cmds = [Dispatch(rec.pipe, binds + (bd,), rec.groups, rec.params)]
     if reader is not None:
         cmds.append(Dispatch(rec.fpipe, (bd, Binding(reader.handle, 0, 32)), rec.fgroups,
