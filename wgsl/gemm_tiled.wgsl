@@ -8,8 +8,7 @@
 // DV: D written as vec4 (n a multiple of 4; neither argmax nor c): 16-byte stores, a quarter of
 // the store instructions (split-k's partial layers: a larger share of a short k-loop).
 // AT: argmax by k-tile (a plain ⊕ per k-tile, folded into the running best with the tile's index;
-// gemm_argfix finds the k inside it); IW with AT: the index is not held in registers but stored to
-// I when a tile improves an output.
+// gemm_argfix finds the k inside it).
 // SK: split-k, each z layer of workgroups a slice of k into its own partial D (gemm_splitk folds
 // the layers with ⊕; for grids too small to fill the device).
 // Guards, padding and tile choice follow KERNELS.md at the repository root (as cuda/ does).
@@ -44,7 +43,6 @@ $$ endif
 fn pad_b() -> T { return {{ ONE }}; }
 $$ set AT = ARGMAX and AT|default(false)
 $$ set PAIR = ARGMAX and not AT
-$$ set IW = AT and IW|default(false)
 $$ set NTX = BN // TN
 $$ set NTY = BM // TM
 $$ set NT = NTX * NTY
@@ -156,28 +154,7 @@ $$ endfor
 $$ endfor
         }
 $$ endfor
-$$ if IW
-        // IW: no index registers; an output's k-tile is stored to I when the tile improves it
-        // (rare after the first tiles on unordered data; every tile where k runs downhill)
-$$ for i in range(TM)
-$$ for j in range(TN4)
-        {
-            let bt = better4(tacc_{{ i }}_{{ j }}, acc_{{ i }}_{{ j }});
-            acc_{{ i }}_{{ j }} = select(acc_{{ i }}_{{ j }}, tacc_{{ i }}_{{ j }}, bt);
-            if (any(bt)) {
-                let r = row0 + ({{ i // 4 * NTY }}u + ty) * 4u + {{ i % 4 }}u;
-                let cb = col0 + ({{ j * NTX }}u + tx) * 4u;
-                if (r < P.m) {
-                    let o = dbase + r * P.n + cb;
-$$ for c in range(4)
-                    if (bt.{{ "xyzw"[c] }} && cb + {{ c }}u < P.n) { I[o + {{ c }}u] = i32(t); }
-$$ endfor
-                }
-            }
-        }
-$$ endfor
-$$ endfor
-$$ elif AT
+$$ if AT
         {
             let kt = vec4<i32>(i32(t));
 $$ for i in range(TM)
@@ -205,7 +182,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
 $$ for i in range(TM)
 $$ for j in range(TN4)
     var acc_{{ i }}_{{ j }} = V(zero());
-$$ if ARGMAX and not IW
+$$ if ARGMAX
     var idx_{{ i }}_{{ j }} = vec4<i32>(-1i);
 $$ endif
 $$ if AT
@@ -227,26 +204,6 @@ $$ else
     let klen = P.k;
 $$ endif
     let ntiles = (klen + {{ BK - 1 }}u) / {{ BK }}u;
-    let dbase = wg.z * P.d_bs;
-$$ if IW
-    // every output starts at -1 (no k-tile better than the zero); the same invocation's later
-    // stores to the same word land after this one
-$$ for i in range(TM)
-    {
-        let r = row0 + ({{ i // 4 * NTY }}u + ty) * 4u + {{ i % 4 }}u;
-        if (r < P.m) {
-$$ for j in range(TN4)
-$$ for c in range(4)
-            {
-                let col = col0 + ({{ j * NTX }}u + tx) * 4u + {{ c }}u;
-                if (col < P.n) { I[dbase + r * P.n + col] = -1i; }
-            }
-$$ endfor
-$$ endfor
-        }
-    }
-$$ endfor
-$$ endif
 $$ if PF == 0
     for (var t = 0u; t < ntiles; t = t + 1u) {
         let k0 = t * {{ BK }}u;
@@ -294,6 +251,7 @@ $$ else
         workgroupBarrier();
     }
 $$ endif
+    let dbase = wg.z * P.d_bs;
 $$ if FACTS|default(false)
     facts_init(lid);
     workgroupBarrier();
@@ -328,14 +286,12 @@ $$ for c in range(4)
                 if (col < P.n) {
                     let o = r * P.n + col;
                     var v = acc_{{ i }}_{{ j }}.{{ "xyzw"[c] }};
-$$ if ARGMAX and not IW
+$$ if ARGMAX
                     var bi = idx_{{ i }}_{{ j }}.{{ "xyzw"[c] }};
 $$ endif
 $$ if HAS_C
                     let cv = C[cbase + o];
-$$ if IW
-                    if (!better(v, cv)) { I[dbase + o] = -1i; }
-$$ elif ARGMAX
+$$ if ARGMAX
                     if (!better(v, cv)) { bi = -1i; }
 $$ endif
                     v = add1(cv, v);
@@ -344,7 +300,7 @@ $$ endif
 $$ if FACTS|default(false)
                     facts_add(v);
 $$ endif
-$$ if ARGMAX and not IW
+$$ if ARGMAX
                     I[dbase + o] = bi;
 $$ endif
                 }
