@@ -128,6 +128,9 @@ def gemm_variants() -> list[Variant]:
                                    VEC=False, AV=False, BV=False, **pw) for pw in pws[1:]]
                         out += [_v("gemm_transpose", T=code.T, **({"TS": ts} if ts != 16 else {}))
                                 for ts in (16, 32)]
+                        if bk == 16:  # four threads an output (gemm_passes.ARGFIX_COOP)
+                            out += [_v("gemm_argfix_coop", **code.params(), WG=WG, AV=True,
+                                       BV=True, **pw) for pw in pws]
                 if sr.builtin:  # split-k (gemm_passes)
                     sk = dict(passes.SPLIT_TILE, ARGMAX=False, SK=True)
                     out.append(_v("gemm_tiled", **code.params(), **sk, HAS_C=False))

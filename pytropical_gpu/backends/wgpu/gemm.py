@@ -136,7 +136,7 @@ def choose_kernel(m: int, n: int, k: int, argmax: bool, wg_storage: int = 16384,
             return "gemm_simple", {"ARGMAX": True, "KCONST": k, "WG": WG}
         kp = dict(TILE_SMALL, ARGMAX=True)
         if ARGMAX_BY_TILE if by_tile is None else by_tile:  # the big tile where the plain GEMM
-            if m * n > (1 << 20) and min(m, n) >= 128:     # takes it (H200 4096^3: 7.72 ms
+            if m * n > (1 << 20) and min(m, n) >= 128:     # takes it (H200 4096^3: 7.69 ms
                 kp = dict(TILE_ARGMAX, ARGMAX=True)        # against 64x64's 9.83)
             kp["AT"] = True
     elif k <= SKINNY_K and n <= SKINNY_N:

@@ -2,7 +2,9 @@
 
 ``gemm_argfix`` finds each output's k inside its winning k-tile; with :data:`ARGFIX_BT` it reads
 B transposed (one ``gemm_transpose`` pass first), so that the tile's BK values of B's column are
-consecutive words, as A's row's are, instead of BK rows apart (one memory sector each).
+consecutive words, as A's row's are, instead of BK rows apart (one memory sector each); it takes
+the outputs in column panels (:data:`ARGFIX_PW`), and ``gemm_argfix_coop`` gives each output four
+threads (:data:`ARGFIX_COOP`, off until timed on a GPU).
 Split-k runs ``gemm_tiled`` with SK over S slices of k (a z layer of workgroups each, writing a
 partial D) and ``gemm_splitk`` folds the layers with ⊕: for grids too small to fill the device.
 Measured on an H200: benchmarks/results/wgpu_gemm_notes.md.
@@ -19,6 +21,9 @@ ARGFIX_BT = True
 #: gemm_argfix takes the outputs in panels of this many columns (0: row-major over all of n; H200
 #: 4096^3: 0.563 ms against 0.598, PW 256-2048 within 1 %)
 ARGFIX_PW = 512
+#: gemm_argfix_coop (four threads an output, B transposed, k a multiple of 4, BK 16) instead of
+#: gemm_argfix: 4x fewer cache lines a warp's load touches; not yet timed on a GPU (off)
+ARGFIX_COOP = False
 #: gemm_transpose's square tile, 16 or 32 (H200 4096^2: 0.041 ms against 16's 0.073)
 TRANSPOSE_TS = 32
 #: split-k: the tile, its workgroups resident at once (H200: 132 SMs x 2), most layers, least k
@@ -38,10 +43,15 @@ def argfix_dispatch(eng: Engine, code, kp: dict, binds, m: int, n: int, k: int, 
                     a_bs: int = 0, b_bs: int = 0, bt: bool = False):
     """The second pass of an AT argmax (bindings A, B or B transposed, D, I)."""
     vec = bt and k % 4 == 0 and kp["BK"] % 4 == 0
-    pw = ARGFIX_PW if ARGFIX_PW and n > ARGFIX_PW else 0
-    pipe = eng.pipeline("gemm_argfix", **code.params(), BK=kp["BK"], WG=WG, BT=bt, VEC=vec,
-                        AV=vec, BV=vec, **({"PW": pw} if pw else {}))
-    gx, gy, _ = eng.grid(-(-(m * n) // WG))
+    pw = {"PW": ARGFIX_PW} if ARGFIX_PW and n > ARGFIX_PW else {}
+    per = WG
+    if ARGFIX_COOP and vec and kp["BK"] == 16:
+        pipe = eng.pipeline("gemm_argfix_coop", **code.params(), WG=WG, AV=True, BV=True, **pw)
+        per = WG // 4
+    else:
+        pipe = eng.pipeline("gemm_argfix", **code.params(), BK=kp["BK"], WG=WG, BT=bt, VEC=vec,
+                            AV=vec, BV=vec, **pw)
+    gx, gy, _ = eng.grid(-(-(m * n) // per))
     return eng.dispatch(pipe, binds, (gx, gy, nbat), pack_params(m, n, k, a_bs, b_bs, 0, m * n, gx))
 
 
