@@ -9,7 +9,8 @@ sampled round-robin (one sample = one compute pass of R dispatches), median and 
   ``gemm_argfix``) for the 128×128 tile with PF 0/1/2, 8×4 per thread (512 threads), and 128×64 /
   64×64 with PF 2; the plain kernels of the same tiles in the same run (the baseline: 128×128 PF 0,
   the default plain GEMM). Run a also timed IW (the index stored to I on improvement instead of
-  held in registers): 45 % slower, removed from gemm_tiled after it (commit 7d6f2a7 has it);
+  held in registers): 45 % slower, removed from gemm_tiled after it (the commit that made PF=2
+  the argmax's default still has it);
 * min_plus f32 1024³ split-k: the default (4 layers, 128×128) with scalar and vec4 (DV) partial
   stores, 8 layers, 128×64, and the 64×64 tile unsplit.
 
