@@ -113,6 +113,29 @@ def test_argmax_by_tile_second_pass(backend, rng, monkeypatch, bt, name, dtype):
         check_argmax(a, b, name, c, backend)
 
 
+@pytest.mark.parametrize(("ts", "coop"), [(16, False), (32, False), (32, True)])
+@pytest.mark.parametrize(("name", "dtype"), [("min_plus", "float32"), ("max_plus", "int32")])
+def test_argmax_second_pass_in_column_panels(backend, rng, monkeypatch, ts, coop, name, dtype):
+    """n beyond wgpu's second-pass panel (``gemm_passes.ARGFIX_PW``, 512) and not a multiple of
+    it: the outputs taken panel by panel, the last one narrower; B transposed through a 16- or
+    32-wide tile (``TRANSPOSE_TS``), one or four threads an output (``ARGFIX_COOP``: k a multiple
+    of 4), k a multiple of 4 or odd, batches, ``c``, ties."""
+    if backend == "wgpu":
+        from pytropical_gpu.backends.wgpu import gemm, gemm_passes
+
+        monkeypatch.setattr(gemm, "ARGMAX_BY_TILE", True)
+        monkeypatch.setattr(gemm_passes, "TRANSPOSE_TS", ts)
+        monkeypatch.setattr(gemm_passes, "ARGFIX_COOP", coop)
+        assert gemm_passes.ARGFIX_PW and 1100 > gemm_passes.ARGFIX_PW
+    elif ts == 32:
+        pytest.skip("one kernel choice outside wgpu")
+    for lead, m, k, n in (((), 9, 40, 1100), ((2,), 5, 37, 1030), ((), 3, 100, 513),
+                          ((), 7, 36, 300)):  # k cut inside its last k-tile; n within a panel
+        a, b = rand(rng, lead + (m, k), dtype), rand(rng, (k, n), dtype)
+        a[..., ::3], b[::3] = a[..., :1], b[:1]  # equal products in many k-tiles: smallest k wins
+        check_argmax(a, b, name, rand(rng, lead + (m, n), dtype), backend)
+
+
 @pytest.mark.parametrize("name", ["min_plus", "max_min", "plus_times"])
 @pytest.mark.parametrize("dtype", ["float32", "int32"])
 @pytest.mark.parametrize("shape", [(130, 1000, 200), (37, 70, 129), (8, 300, 12)],

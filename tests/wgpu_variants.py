@@ -101,6 +101,8 @@ def _kernel_choices() -> set[tuple[str, tuple, bool]]:
 
 def gemm_variants() -> list[Variant]:
     out = []
+    # the argmax second pass in column panels where n is beyond one (gemm_passes.ARGFIX_PW)
+    pws = [{}] + ([{"PW": passes.ARGFIX_PW}] if passes.ARGFIX_PW else [])
     choices = sorted(_kernel_choices())
     for sr in gemm_semirings():
         for dtn in sr.dtypes:
@@ -121,11 +123,19 @@ def gemm_variants() -> list[Variant]:
                         out.append(_v("gemm_argfix", **code.params(), BK=bk, WG=WG, BT=False,
                                       VEC=False, AV=False, BV=False))
                         out += [_v("gemm_argfix", **code.params(), BK=bk, WG=WG, BT=True, VEC=v,
-                                   AV=v, BV=v) for v in (False, True)]
-                        out.append(_v("gemm_transpose", T=code.T))
+                                   AV=v, BV=v, **pw) for v in (False, True) for pw in pws]
+                        out += [_v("gemm_argfix", **code.params(), BK=bk, WG=WG, BT=False,
+                                   VEC=False, AV=False, BV=False, **pw) for pw in pws[1:]]
+                        out += [_v("gemm_transpose", T=code.T, **({"TS": ts} if ts != 16 else {}))
+                                for ts in (16, 32)]
+                        if bk == 16:  # four threads an output (gemm_passes.ARGFIX_COOP)
+                            out += [_v("gemm_argfix_coop", **code.params(), WG=WG, AV=True,
+                                       BV=True, **pw) for pw in pws]
                 if sr.builtin:  # split-k (gemm_passes)
                     sk = dict(passes.SPLIT_TILE, ARGMAX=False, SK=True)
                     out.append(_v("gemm_tiled", **code.params(), **sk, HAS_C=False))
+                    if passes.SPLIT_DV:  # vec4 partial layers (n a multiple of 4)
+                        out.append(_v("gemm_tiled", **code.params(), **sk, DV=True, HAS_C=False))
                     out += [_v("gemm_splitk", **code.params(), S=s, VEC=v, HAS_C=c, WG=WG)
                             for s in range(2, passes.SPLIT_MAX + 1) for v in (False, True)
                             for c in (False, True)]

@@ -8,39 +8,47 @@
 {$ include "gemm_common.wgsl" $}
 @group(0) @binding(4) var<storage, read_write> I: array<i32>;
 
-$$ if SW|default(0)
-// SW: a workgroup per 16 x 16 block of outputs, the blocks taken SW block rows at a time, column by
-// column: the workgroups resident together read a few hundred rows of A and of Bᵀ (L2-sized), not
-// all of one of them.
-@compute @workgroup_size(256)
+$$ if PW|default(0)
+// PW: the outputs taken in panels of PW columns, row-major inside a panel (a workgroup's threads
+// share a row of A), so the threads resident together read one panel's PW columns of Bᵀ (L2-sized)
+// and not every column at random.
+@compute @workgroup_size({{ WG }})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let blk = wg.y * P.nx + wg.x;
-    let nbx = (P.n + 15u) / 16u;
-    let nby = (P.m + 15u) / 16u;
-    let band = blk / ({{ SW }}u * nbx);
-    if (band >= (nby + {{ SW - 1 }}u) / {{ SW }}u) { return; }
-    let rem = blk - band * {{ SW }}u * nbx;
-    let rows = min({{ SW }}u, nby - band * {{ SW }}u);
-    let i = (band * {{ SW }}u + rem % rows) * 16u + lid / 16u;
-    let j = (rem / rows) * 16u + lid % 16u;
-    if (i >= P.m || j >= P.n) { return; }
+    let q = (wg.y * P.nx + wg.x) * {{ WG }}u + lid;
+    if (q >= P.m * P.n) { return; }
+    let full = (P.n / {{ PW }}u) * {{ PW }}u;  // columns in whole panels
+    var i: u32;
+    var j: u32;
+    if (q < P.m * full) {
+        let p = q / (P.m * {{ PW }}u);
+        let rem = q - p * P.m * {{ PW }}u;
+        i = rem / {{ PW }}u;
+        j = p * {{ PW }}u + rem % {{ PW }}u;
+    } else {
+        let w = P.n - full;
+        let rem = q - P.m * full;
+        i = rem / w;
+        j = full + rem % w;
+    }
     let idx = i * P.n + j;
 $$ else
 @compute @workgroup_size({{ WG }})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let idx = (wg.y * P.nx + wg.x) * {{ WG }}u + lid;
     if (idx >= P.m * P.n) { return; }
+    let i = idx / P.n;
+    let j = idx % P.n;
 $$ endif
     let o = wg.z * P.d_bs + idx;
     let t = I[o];
     if (t < 0i) { return; }
     let v = D[o];
     let k0 = u32(t) * {{ BK }}u;
-    let arow = wg.z * P.a_bs + (idx / P.n) * P.k;
+    let arow = wg.z * P.a_bs + i * P.k;
 $$ if BT|default(false)
-    let bcol = wg.z * P.b_bs + (idx % P.n) * P.k;
+    let bcol = wg.z * P.b_bs + j * P.k;
 $$ else
-    let bcol = wg.z * P.b_bs + idx % P.n;
+    let bcol = wg.z * P.b_bs + j;
 $$ endif
     var found = -1i;
 $$ if VEC|default(false)

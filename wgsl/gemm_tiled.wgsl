@@ -5,6 +5,10 @@
 // are consecutive (no bank conflicts). PF: 0 loads then computes each k-tile; 1 prefetches the
 // next k-tile into registers while computing; 2 does that into a second workgroup buffer (one
 // barrier per k-tile). On an H200 PF=0 is as fast as either (benchmarks/results/wgpu_gemm_notes.md).
+// DV: D written as vec4 (n a multiple of 4; neither argmax nor c): 16-byte stores, a quarter of
+// the store instructions (split-k's partial layers: a larger share of a short k-loop).
+// AT: argmax by k-tile (a plain ⊕ per k-tile, folded into the running best with the tile's index;
+// gemm_argfix finds the k inside it).
 // SK: split-k, each z layer of workgroups a slice of k into its own partial D (gemm_splitk folds
 // the layers with ⊕; for grids too small to fill the device).
 // Guards, padding and tile choice follow KERNELS.md at the repository root (as cuda/ does).
@@ -259,6 +263,22 @@ $$ for i in range(TM)
     {
         let r = row0 + ({{ i // 4 * NTY }}u + ty) * 4u + {{ i % 4 }}u;
         if (r < P.m) {
+$$ if DV|default(false)
+            // DV (n a multiple of 4, no argmax, no c): each vec4 accumulator is 4 whole columns
+$$ for j in range(TN4)
+            {
+                let col = col0 + ({{ j * NTX }}u + tx) * 4u;
+                if (col < P.n) {
+                    D[(dbase + r * P.n + col) / 4u] = acc_{{ i }}_{{ j }};
+$$ if FACTS|default(false)
+$$ for c in range(4)
+                    facts_add(acc_{{ i }}_{{ j }}.{{ "xyzw"[c] }});
+$$ endfor
+$$ endif
+                }
+            }
+$$ endfor
+$$ else
 $$ for j in range(TN4)
 $$ for c in range(4)
             {
@@ -287,6 +307,7 @@ $$ endif
             }
 $$ endfor
 $$ endfor
+$$ endif
         }
     }
 $$ endfor

@@ -28,6 +28,9 @@ from .templating import WGSL_TYPES, literal
 #: the big tile (min_plus f32 8192^3 on an H200 through Vulkan: 22.5 TOPS, GPU timestamps;
 #: every variant measured: benchmarks/results/wgpu_gemm_notes.md)
 TILE = {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "PF": 0}
+#: the big tile's argmax by k-tile prefetches (PF=2: one workgroup an SM fits its registers, none
+#: other hides the loads; H200 4096^3 first pass 7.08 ms, PF=0 8.50, PF=1 7.66)
+TILE_ARGMAX = dict(TILE, PF=2)
 #: a smaller tile for mid-sized problems (more workgroups; 1024^3: 14.3 TOPS, BK=8 13.0)
 TILE_SMALL = {"BM": 64, "BN": 64, "BK": 16, "TM": 4, "TN": 4, "PF": 0}
 #: small products (m, n <= TINY_MN): 32 x 32 tiles, so a 64^3 GEMM runs on 4 workgroups, not one
@@ -133,8 +136,8 @@ def choose_kernel(m: int, n: int, k: int, argmax: bool, wg_storage: int = 16384,
             return "gemm_simple", {"ARGMAX": True, "KCONST": k, "WG": WG}
         kp = dict(TILE_SMALL, ARGMAX=True)
         if ARGMAX_BY_TILE if by_tile is None else by_tile:  # the big tile where the plain GEMM
-            if m * n > (1 << 20) and min(m, n) >= 128:     # takes it (H200 4096^3: 9.11 ms
-                kp = dict(TILE, ARGMAX=True)               # against 64x64's 9.83)
+            if m * n > (1 << 20) and min(m, n) >= 128:     # takes it (H200 4096^3: 7.69 ms
+                kp = dict(TILE_ARGMAX, ARGMAX=True)        # against 64x64's 9.83)
             kp["AT"] = True
     elif k <= SKINNY_K and n <= SKINNY_N:
         return "gemm_skinny", {"K": k, "N": n, "WG": WG, "RPT": SKINNY_RPT,

@@ -2,7 +2,9 @@
 
 ``gemm_argfix`` finds each output's k inside its winning k-tile; with :data:`ARGFIX_BT` it reads
 B transposed (one ``gemm_transpose`` pass first), so that the tile's BK values of B's column are
-consecutive words, as A's row's are, instead of BK rows apart (one memory sector each).
+consecutive words, as A's row's are, instead of BK rows apart (one memory sector each); it takes
+the outputs in column panels (:data:`ARGFIX_PW`), and ``gemm_argfix_coop`` gives each output four
+threads (:data:`ARGFIX_COOP`, off until timed on a GPU).
 Split-k runs ``gemm_tiled`` with SK over S slices of k (a z layer of workgroups each, writing a
 partial D) and ``gemm_splitk`` folds the layers with ⊕: for grids too small to fill the device.
 Measured on an H200: benchmarks/results/wgpu_gemm_notes.md.
@@ -16,12 +18,23 @@ from .engine import WG, Engine, pack_params
 
 #: gemm_argfix reads B transposed (False: B's column in place, BK scattered rows)
 ARGFIX_BT = True
+#: gemm_argfix takes the outputs in panels of this many columns (0: row-major over all of n; H200
+#: 4096^3: 0.563 ms against 0.598, PW 256-2048 within 1 %)
+ARGFIX_PW = 512
+#: gemm_argfix_coop (four threads an output, B transposed, k a multiple of 4, BK 16) instead of
+#: gemm_argfix: 4x fewer cache lines a warp's load touches; not yet timed on a GPU (off)
+ARGFIX_COOP = False
+#: gemm_transpose's square tile, 16 or 32 (H200 4096^2: 0.041 ms against 16's 0.073)
+TRANSPOSE_TS = 32
 #: split-k: the tile, its workgroups resident at once (H200: 132 SMs x 2), most layers, least k
 #: per layer (the rule: :func:`split_plan`)
 SPLIT_TILE = {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "PF": 0}
 SPLIT_SLOTS = 264
 SPLIT_MAX = 8
 SPLIT_MIN_K = 64
+#: split-k's first pass writes its partial layers as vec4 where n is a multiple of 4 (DV; H200
+#: 1024^3: 0.111 ms against scalar stores' 0.120, 512^3 0.022 against 0.030)
+SPLIT_DV = True
 #: pairs (m * n * k) below which a GEMM never splits (a second dispatch costs more than it saves)
 SPLIT_MIN_WORK = 1 << 26
 
@@ -30,9 +43,15 @@ def argfix_dispatch(eng: Engine, code, kp: dict, binds, m: int, n: int, k: int, 
                     a_bs: int = 0, b_bs: int = 0, bt: bool = False):
     """The second pass of an AT argmax (bindings A, B or B transposed, D, I)."""
     vec = bt and k % 4 == 0 and kp["BK"] % 4 == 0
-    pipe = eng.pipeline("gemm_argfix", **code.params(), BK=kp["BK"], WG=WG, BT=bt, VEC=vec,
-                        AV=vec, BV=vec)
-    gx, gy, _ = eng.grid(-(-(m * n) // WG))
+    pw = {"PW": ARGFIX_PW} if ARGFIX_PW and n > ARGFIX_PW else {}
+    per = WG
+    if ARGFIX_COOP and vec and kp["BK"] == 16:
+        pipe = eng.pipeline("gemm_argfix_coop", **code.params(), WG=WG, AV=True, BV=True, **pw)
+        per = WG // 4
+    else:
+        pipe = eng.pipeline("gemm_argfix", **code.params(), BK=kp["BK"], WG=WG, BT=bt, VEC=vec,
+                            AV=vec, BV=vec, **pw)
+    gx, gy, _ = eng.grid(-(-(m * n) // per))
     return eng.dispatch(pipe, binds, (gx, gy, nbat), pack_params(m, n, k, a_bs, b_bs, 0, m * n, gx))
 
 
@@ -43,10 +62,11 @@ def argfix_commands(eng: Engine, code, kp: dict, binds, m: int, n: int, k: int, 
     not fit one dispatch, B is read in place)."""
     nb = nbat if b_bs else 1
     wmax = eng.limits.max_workgroups_per_dim
-    if (ARGFIX_BT if bt is None else bt) and max(-(-n // 16), -(-k // 16), nb) <= wmax:
+    ts = TRANSPOSE_TS
+    if (ARGFIX_BT if bt is None else bt) and max(-(-n // ts), -(-k // ts), nb) <= wmax:
         tb = eng.alloc(nb * k * n * 4)
-        pipe = eng.pipeline("gemm_transpose", T=code.T)
-        tr = eng.dispatch(pipe, [binds[1], tb.binding()], (-(-n // 16), -(-k // 16), nb),
+        pipe = eng.pipeline("gemm_transpose", T=code.T, **({"TS": ts} if ts != 16 else {}))
+        tr = eng.dispatch(pipe, [binds[1], tb.binding()], (-(-n // ts), -(-k // ts), nb),
                           pack_params(k, n, b_bs, 0))
         fix = argfix_dispatch(eng, code, kp, [binds[0], tb.binding(), binds[2], binds[3]],
                               m, n, k, nbat, a_bs, b_bs, bt=True)
@@ -87,6 +107,8 @@ def splitk_commands(eng: Engine, code, kp: dict, layers: int, ks: int, binds, m:
                     k: int, item: int):
     """Split-k's two passes (bindings A, B, D[, C]; ``kp`` a tile with SK) and the temporary."""
     part = eng.alloc(layers * m * n * item)
+    if SPLIT_DV and n % 4 == 0:
+        kp = dict(kp, DV=True)
     pipe = eng.pipeline("gemm_tiled", **code.params(), **kp, HAS_C=False)
     first = eng.dispatch(pipe, [binds[0], binds[1], part.binding()],
                          (-(-n // kp["BN"]), -(-m // kp["BM"]), layers),
