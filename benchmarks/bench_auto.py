@@ -184,14 +184,14 @@ class _Bench:
         return out
 
 
-def _load_as_user(progress: bool) -> tuple[Any, dict]:
+def _load_as_user(progress: bool, ops: list[str]) -> tuple[Any, dict]:
     """calibrate() saved into a cache dir of this run's own (unless PYTROPICAL_CACHE_DIR is set),
     then loaded by a fresh context as a user's next context loads it. Returns (None: the fresh
     context loads it itself, or the calibration when nothing could be saved, info)."""
     if not os.environ.get("PYTROPICAL_CACHE_DIR"):
         os.environ["PYTROPICAL_CACHE_DIR"] = tempfile.mkdtemp(prefix="bench_auto_cache_")
     t0 = time.perf_counter()
-    cal = calibrate(progress=progress, save=True)
+    cal = calibrate(ops=ops, progress=progress, save=True)  # the ops benched (default all)
     info = {"calibrate_s": time.perf_counter() - t0, "cache_dir": os.environ["PYTROPICAL_CACHE_DIR"],
             "calibration": cal.to_json()}
     probe = HybridContext()
@@ -222,7 +222,7 @@ def run(ops: list[str], budget: float, repeats: int, cell_s: float, progress: bo
 
 def _run(ops: list[str], budget: float, repeats: int, cell_s: float, progress: bool, max_s: float,
          here: list[str], eligible: list[str], t0: float) -> dict:
-    cal, info = _load_as_user(progress)
+    cal, info = _load_as_user(progress, ops)
     bench = _Bench(here, eligible, cal, repeats, cell_s)
     ctx_cal, ctx_def = bench.ctx["auto"], bench.ctx["auto_defaults"]
     rows, left = [], []

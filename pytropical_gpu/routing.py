@@ -23,9 +23,8 @@ from . import route_table as rt
 from ._checks import int_arg
 from ._route_lean import SIZE as _LEAN_SIZE
 from ._route_lean import cpu_cuts
-from ._route_measure import _is_int, _lives, _measure, _plain
+from ._route_measure import _dtype_name, _is_int, _lives, _measure, _plain
 from .backends import BACKENDS, Backend, get_backend, probe
-from .ops import gemm_shapes
 from .thresholds import DEFAULTS, load_thresholds
 
 log = logging.getLogger("pytropical_gpu")
@@ -264,7 +263,7 @@ class Router:
         """"auto"'s last word on a matmul sent to a GPU: a dtype it lacks (wgpu: 64-bit) or a call it
         could get wrong (``inexact_reason``: subnormals on a flushing adapter) goes to cuda when
         usable and able, else cpu."""
-        dtype = gemm_shapes.dtype_name(operands["a"])
+        dtype = _dtype_name(operands["a"])
         why = None
         if dtype not in be.gemm_dtypes:
             why = f"no {dtype} matmul"

@@ -175,3 +175,26 @@ def test_the_environment_variable_is_read_on_every_call(monkeypatch):
     monkeypatch.setenv(routing.ENV, "nope")
     with pytest.raises(ValueError, match="nope"):
         tg.bind(_tv(1), _tv(1))
+
+
+def test_exact_reads_dtype_names_once_per_dtype(monkeypatch):
+    """``_exact`` (every matmul auto sends to a GPU) names the dtype through a per-dtype cache:
+    the names are numpy's, byte order kept apart, other kinds (lists, torch) still named."""
+    from pytropical_gpu import _route_measure as rm
+
+    want = {np.dtype(np.float32): "float32", np.dtype(">f4"): ">f4", np.dtype(np.int32): "int32",
+            np.dtype(np.uint64): "uint64", np.dtype(bool): "bool"}
+    for dt, name in want.items():
+        assert rm._dtype_name(np.zeros(2, dt)) == name
+        assert rm._dtype_name(np.zeros((3, 1), dt)) == name  # from the cache this time
+    assert rm._dtype_name([[1.0, 2.0]]) == "float64"
+    torch = pytest.importorskip("torch")
+    assert rm._dtype_name(torch.zeros(2, dtype=torch.int32)) == "int32"
+    ctx = _ctx(monkeypatch, {"matmul": 0, "matmul_int": 0})
+    f64 = np.zeros((4, 4))
+    gpu = ctx._be("matmul", (f64, f64, None), None)
+    assert gpu.name == "cuda"  # the fake cuda lists float64
+    calls = []
+    monkeypatch.setattr(rm.gemm_shapes, "dtype_name", lambda x: calls.append(x) or "float64")
+    ctx._be("matmul", (f64, f64, None), None)
+    assert calls == []  # float64's name came from the cache
