@@ -55,6 +55,22 @@ def _is_int(x: Any) -> bool:
     return gemm_shapes.dtype_name(x) in INT_DTYPES
 
 
+#: numpy dtype -> its name: ``str(dtype)`` costs 2-4 us a call (numpy's Python ``__str__``), paid
+#: by every matmul "auto" sends to a GPU (``Router._exact``) and not by ``backend="cuda"``
+_NP_NAMES: dict[np.dtype, str] = {}
+
+
+def _dtype_name(x: Any) -> str:
+    """:func:`gemm_shapes.dtype_name`, with a numpy dtype's name looked up once per dtype."""
+    dt = getattr(x, "dtype", None)
+    if type(dt) is not np.dtype and not isinstance(dt, np.dtype):
+        return gemm_shapes.dtype_name(x)
+    name = _NP_NAMES.get(dt)
+    if name is None:
+        name = _NP_NAMES[dt] = gemm_shapes.dtype_name(x)
+    return name
+
+
 def _plain(operands: tuple) -> bool:
     """Every operand a numpy array (or None): nothing lives on a device."""
     for x in operands:

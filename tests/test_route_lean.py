@@ -94,10 +94,28 @@ def test_small_host_calls_take_the_lean_path(monkeypatch):
     monkeypatch.setattr(ctx, "_backend_for", boom)
     assert ctx._be("bind", (a, b), None) is CPU
     assert np.array_equal(ctx.bind(a, b).to_array(), want)
-    with pytest.raises(AssertionError, match="the full path ran"):
-        ctx._be("bind", big, None)  # a GPU decision is never lean
+    assert ctx._be("bind", big, None).name == "cuda"  # the GPU side of the table is lean too
     with pytest.raises(AssertionError, match="the full path ran"):
         ctx._be("bind", (a, b), "cpu")  # an explicit backend= is not routing
+
+
+def test_a_gpu_matmul_is_lean_only_when_the_gpu_surely_takes_it(monkeypatch):
+    """A matmul on the GPU side: lean when the GPU has the dtype and no data-dependent check;
+    a dtype it lacks, or a backend with ``inexact_reason`` (wgpu: subnormals on a flushing
+    adapter), goes through the full path and its ``_exact`` (here: to cpu)."""
+    ctx = _ctx(monkeypatch, {"matmul": 0, "matmul_int": 0})
+    f32, f64 = np.ones((4, 4), np.float32), np.ones((4, 4))
+    assert ctx._be("matmul", (f32, f32, None), None).name == "cuda"  # builds the lean state
+    full = []
+    real = ctx._backend_for
+    monkeypatch.setattr(ctx, "_backend_for", lambda *a: full.append(a[0]) or real(*a))
+    assert ctx._be("matmul", (f32, f32, None), None).name == "cuda" and full == []
+    cuda = routing.get_backend("cuda")
+    monkeypatch.setattr(cuda, "gemm_dtypes", ("float32",))
+    assert ctx._be("matmul", (f64, f64, None), None).name == "cpu" and full == ["matmul"]
+    monkeypatch.setattr(cuda, "inexact_reason", lambda sr, dt, ops: "flushes subnormals",
+                        raising=False)
+    assert ctx._be("matmul", (f32, f32, None), None).name == "cpu" and full == ["matmul"] * 2
 
 
 def test_a_new_calibration_changes_a_cached_decision(monkeypatch):
@@ -175,3 +193,26 @@ def test_the_environment_variable_is_read_on_every_call(monkeypatch):
     monkeypatch.setenv(routing.ENV, "nope")
     with pytest.raises(ValueError, match="nope"):
         tg.bind(_tv(1), _tv(1))
+
+
+def test_exact_reads_dtype_names_once_per_dtype(monkeypatch):
+    """``_exact`` (every matmul auto sends to a GPU) names the dtype through a per-dtype cache:
+    the names are numpy's, byte order kept apart, other kinds (lists, torch) still named."""
+    from pytropical_gpu import _route_measure as rm
+
+    want = {np.dtype(np.float32): "float32", np.dtype(">f4"): ">f4", np.dtype(np.int32): "int32",
+            np.dtype(np.uint64): "uint64", np.dtype(bool): "bool"}
+    for dt, name in want.items():
+        assert rm._dtype_name(np.zeros(2, dt)) == name
+        assert rm._dtype_name(np.zeros((3, 1), dt)) == name  # from the cache this time
+    assert rm._dtype_name([[1.0, 2.0]]) == "float64"
+    torch = pytest.importorskip("torch")
+    assert rm._dtype_name(torch.zeros(2, dtype=torch.int32)) == "int32"
+    ctx = _ctx(monkeypatch, {"matmul": 0, "matmul_int": 0})
+    f64 = np.zeros((4, 4))
+    gpu = ctx._be("matmul", (f64, f64, None), None)
+    assert gpu.name == "cuda"  # the fake cuda lists float64
+    calls = []
+    monkeypatch.setattr(rm.gemm_shapes, "dtype_name", lambda x: calls.append(x) or "float64")
+    ctx._be("matmul", (f64, f64, None), None)
+    assert calls == []  # float64's name came from the cache
