@@ -229,3 +229,20 @@ def test_a_nan_made_in_the_batch_is_refused_at_its_end(ctx, monkeypatch, flushin
             y = ctx.matmul(A, Z, "plus_times")
             ctx.matmul(Z, y, "min_plus")
     assert type(batched.value) is type(eager.value) and str(batched.value) == str(eager.value)
+
+
+def test_a_batchs_facts_arena_goes_back_with_its_last_result(ctx, rng, monkeypatch):
+    """The arena is the results' alone: once a batch has ended and its results are gone, the pool
+    holds no more live bytes than before the batch (the engine kept the last batch's arena live
+    until the next batch, so a later steady-state pool check failed)."""
+    monkeypatch.setattr(_eng(), "flushes_subnormals", False)
+    eng = _eng()
+    a = ctx.to_device(rng.standard_normal((33, 33)).astype(np.float32))
+    eng.pool._reclaim()
+    before = eng.pool.live_bytes
+    with ctx.batch():
+        got = [ctx.matmul(a, a, "min_plus") for _ in range(3)]
+    assert all(g.stats._reader.arena is not None for g in got)
+    del got
+    eng.pool._reclaim()
+    assert eng.pool.live_bytes == before

@@ -181,6 +181,9 @@ class Engine:
         self.flush()
         made, self.recording, self.made = self.made, None, []
         self.flush()  # the buffers held while recording go back to the pool
+        # the batch's facts arena (fastpath) lives on only in its results' readers: back to the
+        # pool with the last of them, not kept live by the engine until the next batch
+        self.__dict__.pop("_facts_arena", None)
         return made
 
     def sync(self) -> None:
