@@ -165,7 +165,7 @@ def _raw(cp, plan, fn, gx: int, smem: int, stream: int, v: tuple) -> bool:
     tl = _raw_blocks.get(id(plan))
     blk = getattr(tl[1], "blk", None) if tl is not None and tl[0] is plan else None
     if blk is None:
-        blk = search_raw.param_block(_raw_blocks, plan, 13, _raw_fill, PLANS_KEEP)
+        blk = search_raw.param_block(_raw_blocks, plan, 13, PLANS_KEEP, _raw_fill)
     vals = blk[0]
     vals[0], vals[1], vals[2], vals[3], vals[8], vals[9], vals[10], vals[12] = v[:8]
     vals[11] = v[6] + 8 * v[8]

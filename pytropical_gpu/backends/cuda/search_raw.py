@@ -14,7 +14,7 @@ KEEP = 256
 _blocks: dict[int, tuple] = {}
 
 
-def param_block(table: dict, plan, n: int, fill=None, keep: int = KEEP) -> tuple:
+def param_block(table: dict, plan, n: int, keep: int, fill=None) -> tuple:
     """(slots, address of the pointer array) of the ``n``-slot parameter block kept in ``table``
     for ``plan`` and this thread, made (and ``fill(slots, plan)`` run once) where there is none of
     ``n`` slots; ``table`` is emptied when it holds ``keep`` plans. The launches look a kept block
@@ -44,7 +44,7 @@ def launch(cp, plan, fn, grid: tuple, block: int, smem: int, stream: int, vals: 
     tl = _blocks.get(id(plan))  # the kept block looked up here: a call less on the hot path
     blk = getattr(tl[1], "blk", None) if tl is not None and tl[0] is plan else None
     if blk is None or len(blk[0]) != len(vals):
-        blk = param_block(_blocks, plan, len(vals))
+        blk = param_block(_blocks, plan, len(vals), KEEP)
     blk[0][:] = vals
     go(fn.ptr, grid[0], grid[1], grid[2], block, 1, 1, smem, stream, blk[1], 0)
     return True
