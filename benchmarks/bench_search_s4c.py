@@ -37,7 +37,6 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import bench_search_s4 as s4  # noqa: E402
-from _search_cuda_parts import device_time  # noqa: E402
 from bench_search import random_vecs  # noqa: E402
 from bench_search_host import per_call_us  # noqa: E402
 from bench_search_plan import log  # noqa: E402
@@ -88,47 +87,6 @@ def falling(out, cp):
                     bad.append(f"{name} rows={rows} sign={sign}")
     out["falling_checks"] = {"cases": n, "failed": bad}
     log(f"falling-score checks: {n} cases, failed: {bad}")
-
-
-def one_row(out, cp, be, qb, mc, want, k, name, sets, planes, small):
-    from cupyx.profiler import benchmark
-
-    from pytropical_gpu.bench.gputime import cupy_time
-
-    qp, qn, mp, mn = planes
-    call = lambda: tg.search(qb, mc, k=k, backend="cuda")  # noqa: E731
-    with s4.switches(sets):
-        row = {"variant": name, "checked": s4.same([cp.asnumpy(x).reshape(-1) for x in call()], *want)}
-        if row["checked"]:
-            t = np.asarray(benchmark(call, n_repeat=300, n_warmup=20).gpu_times[0]) * 1e3
-            row["events_each_call_ms"] = dict(zip(("q20", "median", "q80"),
-                                                  np.quantile(t, [0.2, 0.5, 0.8]).tolist()))
-            row["kernels_alone_ms"] = cupy_time(cp, lambda: be._search(qp, qn, mp, mn, k),
-                                                50).median * 1e3
-            pub = lambda: tg.search(qb, small, k=k, backend="cuda")  # noqa: E731
-            cp.cuda.Device().synchronize()
-            row["host_us_256_rows"] = per_call_us(pub, 200, 5)[0]
-            cp.cuda.Device().synchronize()
-            row["checked_after"] = s4.same([cp.asnumpy(x).reshape(-1) for x in call()], *want)
-            row.update(scan_parts(cp, be, qp, qn, mp, mn, k))
-    log(f"1 query: {json.dumps(row)}")
-    out["one_query"].append(row)
-
-
-def scan_parts(cp, be, qp, qn, mp, mn, k):
-    """The one-query kernel of the current switches alone (graph of 20): with the last-block
-    merge (its counter and floor: 4 words), and the block lists only (no counter: no merge)."""
-    plan = search_fused._plan(be, search_launch, 1, qp.shape[1], mp.shape[0], 16, True)
-    fn, (gx, _), block, smem, (pre, _, post, _), *_ = plan
-    cand = cp.empty(gx * 16, np.int64)
-    idx, val, cnt = cp.empty(k, np.int64), cp.empty(k, np.int64), cp.zeros(4, np.uint32)
-    null = np.uint64(0)
-    base = (mp, mn, qp, qn, null, *pre, *post, cand, np.int32(k))
-    return {"blocks": int(gx),
-            "scan+merge_ms": device_time(cp, lambda: fn((gx,), block, base + (idx, val, cnt),
-                                                       shared_mem=smem))[0] * 1e3,
-            "scan lists only_ms": device_time(cp, lambda: fn((gx,), block, base + (null, null, null),
-                                                            shared_mem=smem))[0] * 1e3}
 
 
 def host_parts(out, cp, be, qb, qc, mc, k):
@@ -197,8 +155,9 @@ def main(argv=None) -> int:
     for r in range(args.rounds):  # rounds of every variant: host drift shows between rounds
         n1, n64 = len(out["one_query"]), len(out["many_queries"])
         for name, sets in ONE.items():
-            s4.section(out, f"one {name} {r}", lambda name=name, sets=sets: one_row(
-                out, cp, be, qb, mc, ref[0], k, name, sets, planes, small))
+            s4.section(out, f"one {name} {r}", lambda name=name, sets=sets: s4.one_row(
+                out, cp, be, mc, qb, ref[0], k, name, sets, planes, small,
+                lambda: tg.search(qb, mc, k=k, backend="cuda")))
         s4.section(out, f"many {r}", lambda: s4.many_queries(out, cp, be, mc, qc, want64, k))
         for row in out["one_query"][n1:] + out["many_queries"][n64:]:
             row["round"] = r

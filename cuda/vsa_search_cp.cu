@@ -12,9 +12,9 @@ namespace ptg {
 
 typedef long long i64;
 
-// From cuda/vsa_search.cu and cuda/vsa_topk.cu (search_launch.py appends both to this module):
-// the 1-bit MMA, the query staging, and the warp-wide lists with the last-block merge.
-#define PTG_EMPTY (-0x7fffffffffffffffLL - 1)
+// From cuda/vsa_search.cu (search_launch.py appends it to this module, with cuda/vsa_topk.cu; the
+// lists' declarations and the scan's row step are in cuda/vsa_scan_row.cuh, put before it): the
+// 1-bit MMA and the query staging.
 __device__ __forceinline__ void mma_and_popc(int* d, const unsigned* a, unsigned b0, unsigned b1);
 template <int NT, int THREADS>
 __device__ __forceinline__ void stage_queries(uint4* qs, const unsigned* __restrict__ QP,
@@ -22,14 +22,6 @@ __device__ __forceinline__ void stage_queries(uint4* qs, const unsigned* __restr
                                               int c, int cs);
 template <typename F>
 __device__ __forceinline__ void restage(int c, int chunks, const F& stage);
-__device__ __forceinline__ i64 key_of(int score, i64 row);
-__device__ __forceinline__ void wl_insert(i64& mine, i64 key, int lane);
-template <int K>
-__device__ __forceinline__ i64 wl_block(i64 mine, i64* out, int k);
-template <int K>
-__device__ __forceinline__ void merge_keys(const i64* cand, i64 n, long long* idx, long long* val,
-                                           int k);  // n lists of K keys
-__device__ __forceinline__ bool last_of(unsigned* counter, unsigned n);
 
 __device__ __forceinline__ void cp_async4(unsigned* dst, const unsigned* src, bool ok) {
   const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
@@ -184,21 +176,8 @@ search_scan_cp(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN,
     const unsigned* bp = reinterpret_cast<const unsigned*>(buf + (i % STAGES) * 2 * span) + ((r * W) & 3);
     const unsigned* bn = bp + 4 * span;
     int s = 0;
-    for (i64 w = lane; w < W; w += 32) {
-      const unsigned ap = bp[w], an = bn[w], qp = qsm[w], qn = qsm[W + w];
-      s += __popc((ap & qp) | (an & qn)) - __popc((ap & qn) | (an & qp));
-    }
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
-    if constexpr (K == 0) {
-      if (lane == 0) S[r] = s;
-    } else {
-      const i64 key = key_of(s, r);  // warp-uniform
-      if (key > thr) {
-        wl_insert(mine, key, lane);
-        thr = __shfl_sync(0xffffffffu, mine, k - 1);  // the list kept to its first k lanes
-      }
-    }
+    PTG_ROW_DOT(s, bp, bn, qsm, W, lane)
+    PTG_KEEP_ROW(K, s, r, S, mine, thr, lane, k)
     __syncwarp();  // every lane has read the buffer before it is refilled
   }
   cp_wait<0>();

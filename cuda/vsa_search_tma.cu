@@ -12,20 +12,11 @@ namespace ptg {
 
 typedef long long i64;
 
-// From cuda/vsa_topk.cu (search_launch.py appends it to this module): the warp-wide lists and
-// the last-block merge.
-#define PTG_EMPTY (-0x7fffffffffffffffLL - 1)
-__device__ __forceinline__ i64 key_of(int score, i64 row);
-__device__ __forceinline__ void wl_insert(i64& mine, i64 key, int lane);
-template <int K>
-__device__ __forceinline__ i64 wl_block(i64 mine, i64* out, int k);
-template <int K>
-__device__ __forceinline__ void merge_keys(const i64* cand, i64 n, long long* idx, long long* val,
-                                           int k);
+// From cuda/vsa_topk.cu (search_launch.py appends it to this module; the other lists' declarations
+// and the scan's row step are in cuda/vsa_scan_row.cuh, put before it): the floor merge.
 template <int K>
 __device__ __forceinline__ void merge_keys_f(const i64* cand, int n, long long* idx,
                                              long long* val, int k, unsigned* counter);
-__device__ __forceinline__ bool last_of(unsigned* counter, unsigned n);
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 __device__ __forceinline__ unsigned smem_u32(const void* p) {
@@ -136,22 +127,9 @@ search_scan_tma(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN
     } else {
       const unsigned* bp = reinterpret_cast<const unsigned*>(buf + (i % STAGES) * 2 * span) + ((r * W) & 3);
       const unsigned* bn = bp + 4 * span;
-      for (i64 w = lane; w < W; w += 32) {
-        const unsigned ap = bp[w], an = bn[w], qp = qsm[w], qn = qsm[W + w];
-        s += __popc((ap & qp) | (an & qn)) - __popc((ap & qn) | (an & qp));
-      }
+      PTG_ROW_DOT(s, bp, bn, qsm, W, lane)
     }
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
-    if constexpr (K == 0) {
-      if (lane == 0) S[r] = s;
-    } else {
-      const i64 key = key_of(s, r);  // warp-uniform
-      if (key > thr) {
-        wl_insert(mine, key, lane);
-        thr = __shfl_sync(0xffffffffu, mine, k - 1);  // the list kept to its first k lanes
-      }
-    }
+    PTG_KEEP_ROW(K, s, r, S, mine, thr, lane, k)
     __syncwarp();  // every lane has read the stage before lane 0 refills it
   }
   if constexpr (K > 0) {

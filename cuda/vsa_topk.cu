@@ -209,6 +209,29 @@ __device__ __forceinline__ void wl_scan(const ST* __restrict__ s, i64 lo, i64 hi
   }
 }
 
+// The k best of n lists of K keys (key i = l k + j of nk: list l's j-th, at cand[l K + j]; loads
+// through L2) into idx[0..k), val[0..k), fed by every warp (U loads in flight a lane, index type
+// IT) above floor, then merged in best[K] (shared; 256 threads).
+template <int K, int U, typename IT>
+__device__ __forceinline__ void feed_lists(const i64* cand, IT nk, int k, i64 floor, i64* best,
+                                           long long* idx, long long* val) {
+  const int lane = threadIdx.x & 31;
+  i64 mine = PTG_EMPTY, thr = floor;
+  for (IT b = threadIdx.x - lane; b < nk; b += 256 * U) {  // warp-uniform
+    i64 v[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const IT i = b + 256 * u + lane, l = i / k;
+      v[u] = i < nk ? __ldcg(cand + l * K + (i - l * k)) : PTG_EMPTY;
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) wl_feed_f(mine, thr, v[u], b + 256 * u + lane < nk, lane, k - 1, floor);
+  }
+  wl_block<K>(mine, best, k);
+  __syncthreads();
+  if (threadIdx.x < k) put_key(idx, val, threadIdx.x, best[threadIdx.x]);
+}
+
 // The k best of n lists of K keys (each exact in its first k lanes; only those are read) at cand
 // into idx[0..k), val[0..k) (one block of 256 threads). The best of the lists' k-th keys floors
 // the feed. Loads through L2 (__ldcg): the keys may come from other blocks of the same kernel.
@@ -227,21 +250,7 @@ __device__ __forceinline__ void merge_keys(const i64* cand, i64 n, long long* id
   f = fl[0];
 #pragma unroll
   for (int w = 1; w < 8; ++w) f = max(f, fl[w]);
-  const i64 floor = wl_floor(f), nk = n * k;
-  i64 mine = PTG_EMPTY, thr = floor;
-  for (i64 b = threadIdx.x - lane; b < nk; b += 256 * 4) {  // warp-uniform; 4 loads in flight
-    i64 v[4];
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      const i64 i = b + 256 * u + lane, l = i / k;
-      v[u] = i < nk ? __ldcg(cand + l * K + (i - l * k)) : PTG_EMPTY;
-    }
-#pragma unroll
-    for (int u = 0; u < 4; ++u) wl_feed_f(mine, thr, v[u], b + 256 * u + lane < nk, lane, k - 1, floor);
-  }
-  wl_block<K>(mine, best, k);
-  __syncthreads();
-  if (threadIdx.x < k) put_key(idx, val, threadIdx.x, best[threadIdx.x]);
+  feed_lists<K, 4, i64>(cand, n * k, k, wl_floor(f), best, idx, val);
 }
 
 // merge_keys for n k <= 256 keys by warp 0 alone (the other warps return): every key loaded in one
@@ -279,22 +288,7 @@ __device__ __forceinline__ void merge_keys_f(const i64* cand, int n, long long* 
                                              long long* val, int k, unsigned* counter) {
   __shared__ i64 best[K];
   unsigned long long* gf = reinterpret_cast<unsigned long long*>(counter + 2);
-  const int lane = threadIdx.x & 31, nk = n * k;
-  const i64 floor = wl_floor((i64)(__ldcg(gf) ^ PTG_SIGN));
-  i64 mine = PTG_EMPTY, thr = floor;
-  for (int b = threadIdx.x - lane; b < nk; b += 256 * 12) {  // warp-uniform
-    i64 v[12];
-#pragma unroll
-    for (int u = 0; u < 12; ++u) {
-      const int i = b + 256 * u + lane, l = i / k;
-      v[u] = i < nk ? __ldcg(cand + l * K + (i - l * k)) : PTG_EMPTY;
-    }
-#pragma unroll
-    for (int u = 0; u < 12; ++u) wl_feed_f(mine, thr, v[u], b + 256 * u + lane < nk, lane, k - 1, floor);
-  }
-  wl_block<K>(mine, best, k);
-  __syncthreads();
-  if (threadIdx.x < k) put_key(idx, val, threadIdx.x, best[threadIdx.x]);
+  feed_lists<K, 12, int>(cand, n * k, k, wl_floor((i64)(__ldcg(gf) ^ PTG_SIGN)), best, idx, val);
   if (threadIdx.x == 0) *gf = 0ull;
 }
 

@@ -35,17 +35,19 @@ needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH (CUDA too
 
 
 def _units() -> dict[str, str]:
-    """One translation unit per source: the source, every module's extra code (user-defined
-    semiring functors) and the address of every name expression (which instantiates it)."""
+    """One translation unit per source: every module's head code (shared declarations and device
+    code, cuda/*.cuh), the source, every module's extra code (user-defined semiring functors) and
+    the address of every name expression (which instantiates it)."""
     by_source = defaultdict(list)
     for spec in module_specs():
         by_source[spec.source].append(spec)
     units = {}
     for source, specs in by_source.items():
         names = sorted({n for s in specs for n in s.names.values()})
+        heads = "".join(dict.fromkeys(s.head for s in specs))
         extras = "".join(dict.fromkeys(s.extra for s in specs))
         refs = ",\n".join(f"  (const void*)&{n}" for n in names)
-        units[source] = (shaders.load_source("cuda", source) + extras
+        units[source] = (heads + shaders.load_source("cuda", source) + extras
                          + f"\nconst void* ptg_instantiations[] = {{\n{refs}\n}};\n")
     return units
 
@@ -74,6 +76,9 @@ def nvcc_builds(tmp_path_factory):
 def test_every_cuda_source_is_covered():
     covered = {s.source for s in module_specs()}
     assert set(shaders.list_sources("cuda")) == covered
+    heads = {s.head for s in module_specs()}  # every shared header is put before some source
+    for path in shaders.source_dir("cuda").glob("*.cuh"):
+        assert path.read_text() in heads, f"{path.name} is in no module's head"
 
 
 @needs_nvcc

@@ -32,12 +32,7 @@ def test_tma_scan(be, sl, monkeypatch, rng, scan, blocks, dim):
     """Fused lists (k <= 32) and scores (k = 40: the sort path's kernel), rows at every offset."""
     monkeypatch.setattr(sl, "SCAN", scan)
     monkeypatch.setattr(sl, "TMA_BLOCKS", blocks)
-    base = trits(rng, (5, dim))
-    mem = base[rng.integers(0, 5, 3001)]
-    mem[rng.integers(0, 3001, 300)] = trits(rng, (300, dim))
-    q = trits(rng, (1, dim))
-    for k in (1, 10, 17, 32, 40):
-        run(be, q, mem, k)
+    check_one_query_ties(be, rng, dim)
 
 
 @pytest.mark.parametrize("scan", ["tma3v", "tma8v"])
@@ -73,6 +68,23 @@ def test_vector_topk(be, sl, monkeypatch, rng, vec, tpt, nq):
 
     monkeypatch.setattr(search_two, "TOPK_VEC", vec)
     monkeypatch.setattr(sl, "TOPK_PER_THREAD", tpt)
+    check_topk_ties(be, rng, nq)
+
+
+def check_one_query_ties(be, rng, dim: int) -> None:
+    """One query against 3,001 rows of 5 distinct ones (ties over many blocks) with 300 others,
+    rows at every 16-byte offset; k <= 32 (fused lists) and 40 (the sort path's kernel)."""
+    base = trits(rng, (5, dim))
+    mem = base[rng.integers(0, 5, 3001)]
+    mem[rng.integers(0, 3001, 300)] = trits(rng, (300, dim))
+    q = trits(rng, (1, dim))
+    for k in (1, 10, 17, 32, 40):
+        run(be, q, mem, k)
+
+
+def check_topk_ties(be, rng, nq: int) -> None:
+    """nq queries against rows of 3 distinct ones and zeros (ties over many blocks), rows a multiple
+    of 8 and not, k up to 32; then scores near zero (many ties)."""
     base = trits(rng, (3, 200))
     for rows in (30_000, 30_001, 8):
         mem = base[rng.integers(0, 3, rows)]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import test_cuda_search
+from test_cuda_search_s4 import check_one_query_ties, check_topk_ties
 from test_search import reference, trits
 
 from pytropical_gpu import TernaryVec
@@ -35,12 +36,7 @@ def test_floor_merge(be, sl, fused, monkeypatch, rng, scan, blocks, dim):
     monkeypatch.setattr(fused, "FLOOR_MERGE", True)
     monkeypatch.setattr(sl, "SCAN", scan)
     monkeypatch.setattr(sl, "TMA_BLOCKS", blocks)
-    base = trits(rng, (5, dim))
-    mem = base[rng.integers(0, 5, 3001)]
-    mem[rng.integers(0, 3001, 300)] = trits(rng, (300, dim))
-    q = trits(rng, (1, dim))
-    for k in (1, 10, 17, 32, 40):
-        run(be, q, mem, k)
+    check_one_query_ties(be, rng, dim)
 
 
 @pytest.mark.parametrize("floor", [True, False])
@@ -89,15 +85,7 @@ def test_warp_merge(be, sl, monkeypatch, rng, tpt, nq, warp):
 
     monkeypatch.setattr(search_two, "WARP_MERGE", warp)
     monkeypatch.setattr(sl, "TOPK_PER_THREAD", tpt)
-    base = trits(rng, (3, 200))
-    for rows in (30_000, 30_001, 8):
-        mem = base[rng.integers(0, 3, rows)]
-        mem[rng.integers(0, rows, rows // 10)] = 0
-        for k in (1, 10, 32):
-            run(be, trits(rng, (nq, 200)), mem, min(k, rows))
-    mem = trits(rng, (4104, 1000))
-    mem[:, :] = np.where(rng.random((4104, 1000)) < 0.01, mem, 0)  # scores near zero: many ties
-    run(be, trits(rng, (nq, 1000)), mem, 10)
+    check_topk_ties(be, rng, nq)
 
 
 @pytest.mark.parametrize("raw", [True, False])

@@ -21,6 +21,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 KINDS = {"wgsl": ".wgsl", "cuda": ".cu"}
+#: what the wheel must ship of each kind: the sources and their shared headers (cuda/*.cuh).
+SHIPPED = {"wgsl": (".wgsl",), "cuda": (".cu", ".cuh")}
 
 pytestmark = pytest.mark.timeout(300) if importlib.util.find_spec("pytest_timeout") else []
 
@@ -79,14 +81,14 @@ def installed(wheel, tmp_path_factory) -> Path:
 
 def _repo_sources(kind: str) -> list[str]:
     d = ROOT / kind
-    return sorted(p.name for p in d.glob(f"*{KINDS[kind]}")) if d.is_dir() else []
+    return sorted(p.name for p in d.iterdir() if p.suffix in SHIPPED[kind]) if d.is_dir() else []
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_wheel_ships_kernel_sources(wheel, kind):
     names = zipfile.ZipFile(wheel).namelist()
     prefix = f"pytropical_gpu/{kind}/"
-    shipped = sorted(n[len(prefix):] for n in names if n.startswith(prefix) and n.endswith(KINDS[kind]))
+    shipped = sorted(n[len(prefix):] for n in names if n.startswith(prefix) and n.endswith(SHIPPED[kind]))
     assert shipped, f"the wheel has no {prefix}*{KINDS[kind]} files (pyproject force-include of {kind}/)"
     missing = set(_repo_sources(kind)) - set(shipped)
     assert not missing, f"sources in {kind}/ missing from the wheel: {sorted(missing)}"

@@ -68,15 +68,17 @@ ACC_BITS = (4, 8, 16, 31)
 
 @dataclass(frozen=True)
 class ModuleSpec:
-    """One RawModule: ``source`` (a file in ``cuda/``) + ``extra`` code, and its instantiations."""
+    """One RawModule: ``head`` code + ``source`` (a file in ``cuda/``) + ``extra`` code, and its
+    instantiations."""
 
     key: str
     source: str
     names: dict[str, str] = field(hash=False)
     extra: str = ""
+    head: str = ""
 
     def code(self) -> str:
-        return load_source("cuda", self.source) + self.extra
+        return self.head + load_source("cuda", self.source) + self.extra
 
 
 def _tile(tile: str) -> tuple[int, ...]:

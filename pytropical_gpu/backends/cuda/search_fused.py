@@ -15,12 +15,9 @@ read from there at every call.
 
 from __future__ import annotations
 
-import ctypes
-import threading
-
 import numpy as np
 
-from . import kernels
+from . import kernels, search_raw
 
 #: candidate buffers up to this many bytes are kept between calls (larger: allocated per call).
 CAND_KEEP = 1 << 24
@@ -166,22 +163,20 @@ def _raw(cp, plan, fn, gx: int, smem: int, stream: int, v: tuple) -> bool:
     if launch is None:
         return False
     tl = _raw_blocks.get(id(plan))
-    if tl is None or tl[0] is not plan:
-        if len(_raw_blocks) >= PLANS_KEEP:
-            _raw_blocks.clear()
-        tl = _raw_blocks[id(plan)] = (plan, threading.local())
-    blk = getattr(tl[1], "blk", None)
+    blk = getattr(tl[1], "blk", None) if tl is not None and tl[0] is plan else None
     if blk is None:
-        vals = (ctypes.c_uint64 * 13)()
-        pre, _, (w, span), _ = plan[4]
-        vals[5], vals[6], vals[7] = int(pre[0]), int(w), int(span)
-        ptrs = (ctypes.c_void_p * 13)(*[ctypes.addressof(vals) + 8 * i for i in range(13)])
-        blk = tl[1].blk = (vals, ptrs, ctypes.addressof(ptrs))
+        blk = search_raw.param_block(_raw_blocks, plan, 13, PLANS_KEEP, _raw_fill)
     vals = blk[0]
     vals[0], vals[1], vals[2], vals[3], vals[8], vals[9], vals[10], vals[12] = v[:8]
     vals[11] = v[6] + 8 * v[8]
-    launch(fn.ptr, gx, 1, 1, 256, 1, 1, smem, stream, blk[2], 0)
+    launch(fn.ptr, gx, 1, 1, 256, 1, 1, smem, stream, blk[1], 0)
     return True
+
+
+def _raw_fill(vals, plan) -> None:
+    """The one-query scan's fixed slots, set once a block: rows M, words W, 16-byte span."""
+    pre, _, (w, span), _ = plan[4]
+    vals[5], vals[6], vals[7] = int(pre[0]), int(w), int(span)
 
 
 def _plan(be, sl, q: int, w: int, m: int, kb: int, aligned: bool):

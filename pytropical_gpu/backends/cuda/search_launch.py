@@ -65,7 +65,8 @@ SEARCH_CP = kernels.ModuleSpec("vsa_search_cp", "vsa_search_cp.cu", {
        for v in CP_VARIANTS},
     **{f"scan_cp{st}": f"ptg::search_scan_cp<{st}>" for st in SCAN_CP_STAGES},
     **{f"scan_cp{st}_k{kk}": f"ptg::search_scan_cp<{st}, {kk}>" for st in FUSED_SCAN_STAGES
-       for kk in FUSED_K}}, extra=load_source("cuda", "vsa_search.cu") + load_source("cuda", "vsa_topk.cu"))
+       for kk in FUSED_K}}, extra=load_source("cuda", "vsa_search.cu") + load_source("cuda", "vsa_topk.cu"),
+    head=load_source("cuda", "vsa_scan_row.cuh"))
 #: STAGES of search_scan_tma (cuda/vsa_search_tma.cu: rows by sm_90 bulk copies), each with K = 0
 #: and the FUSED_K lists, with the query as words or as 4 shifted copies read 16 bytes at a time
 #: ("v"); SCAN = "tma<STAGES>[v]" picks one where the device has compute 9.0+.
@@ -74,7 +75,8 @@ SEARCH_TMA = kernels.ModuleSpec("vsa_search_tma", "vsa_search_tma.cu", {
     **{f"scan_tma{st}{v}_k{kk}": f"ptg::search_scan_tma<{st}, {kk}, {'true' if v else 'false'}>"
        for st in SCAN_TMA_STAGES for kk in (0, *FUSED_K) for v in ("", "v")},
     **{f"scan_tma{st}{v}_k{kk}f": f"ptg::search_scan_tma<{st}, {kk}, {'true' if v else 'false'}, true>"
-       for st in (3, 4) for kk in FUSED_K for v in ("", "v")}}, extra=load_source("cuda", "vsa_topk.cu"))
+       for st in (3, 4) for kk in FUSED_K for v in ("", "v")}}, extra=load_source("cuda", "vsa_topk.cu"),
+    head=load_source("cuda", "vsa_scan_row.cuh"))
 #: int16 top-k vectors in flight a lane (topk_one_v, 16-byte loads; search_two.TOPK_VEC picks).
 TOPK_V = (4, 8)
 TOPK = kernels.ModuleSpec("vsa_topk", "vsa_topk.cu", {
