@@ -84,10 +84,13 @@ def _make(be, sl, plan, kb: int):
     if (not isinstance(scan, str) or scan.rstrip("v") not in ("tma3", "tma4") or _launch_ex() is None
             or int(be._cp.cuda.Device().compute_capability) < 90):
         return None
-    fn = kernels.function(SPEC, f"scan_{scan}_k{kb}p")
     smem, gx = plan[3], plan[1][0]
-    sl._allow_smem(fn, smem)
     pre, _, (w, span), _ = plan[4]
+    stages, vq, w = int(scan[3]), scan.endswith("v"), int(w)
+    if smem != 64 * stages + (128 * int(span) if vq else 16 * (-(-2 * w // 4))) + 256 * stages * int(span):
+        return None  # the plan is not this scan's (its shared memory would not fit the kernel)
+    fn = kernels.function(SPEC, f"scan_{scan}_k{kb}p")
+    sl._allow_smem(fn, smem)
     attr = _Attr(id=_ATTR_PSS, value=1)
     cfg = _Config(grid=(1, 1, 1), block=(256, 1, 1), smem=0, nattrs=1)
     cfg.attrs = ctypes.pointer(attr)  # attr is kept alive by the tuple below
