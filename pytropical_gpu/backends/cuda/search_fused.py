@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import kernels, search_raw
+from . import kernels, search_pdl, search_raw
 
 #: candidate buffers up to this many bytes are kept between calls (larger: allocated per call).
 CAND_KEEP = 1 << 24
@@ -96,6 +96,10 @@ def search(be, sl, qp, qn, mp, mn, k: int, kb: int):
         cnt = _counters.get(skey)
         if cnt is None:  # the block counter, a count, the uint64 floor (FLOOR_MERGE)
             cnt = _counters[skey] = cp.zeros(4, np.uint32)
+        if search_pdl.PDL_MERGE and search_pdl.launch(be, sl, plan, kb, skey[1], (
+                mp.data.ptr, mn.data.ptr, qp.data.ptr, qn.data.ptr, cand.data.ptr, k,
+                out.data.ptr, cnt.data.ptr, q * k)):
+            return _after(cp, okey, out)
         if RAW_LAUNCH and _raw(cp, plan, fn, grid[0], smem, skey[1], (
                 mp.data.ptr, mn.data.ptr, qp.data.ptr, qn.data.ptr, cand.data.ptr, k,
                 out.data.ptr, cnt.data.ptr, q * k)):
