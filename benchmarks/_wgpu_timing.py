@@ -3,6 +3,7 @@ time of R and 2R submits, differenced, where the device has no ``timestamp-query
 
 from __future__ import annotations
 
+import json
 import time
 
 import numpy as np
@@ -104,3 +105,19 @@ def cupy_seconds(cp, fn, reps: int) -> float:
     from pytropical_gpu.bench.gputime import cupy_time
 
     return cupy_time(cp, fn, reps, repeats=5).median
+
+
+def run_steps(steps, out: dict, path: str, t0: float, untimed: str = "none") -> None:
+    """Run a bench's timing steps in turn: a failing step is logged and listed in
+    ``out["errors"]``, and ``out`` is rewritten to ``path`` after every step (a run cut short keeps
+    what it measured); ``untimed`` names the timer when GPU timestamps were not available."""
+    for step in steps:
+        try:
+            step()
+        except Exception as e:  # noqa: BLE001
+            log(f"step failed: {type(e).__name__}: {e}")
+            out["errors"].append(f"{type(e).__name__}: {e}")
+        out["timer"] = "gpu timestamps" if USE_TS else untimed
+        with open(path, "w") as f:
+            json.dump(out, f, indent=1, default=str)
+    log(f"wrote {path} ({time.time() - t0:.0f} s); errors: {out['errors']}")

@@ -16,7 +16,6 @@ k = 0, argmax ties), then GPU timestamps (median of 5) of:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -228,16 +227,7 @@ def main(argv=None) -> int:
     if cp is not None:  # be.matmul per call: host-bound below a few ms (run 1: 1024^3 0.72 ms)
         steps.append(lambda: time_cuda(cp, [(1024, 1024, 1024, False), (2048, 2048, 2048, False),
                                             (4096, 4096, 4096, False), (4096, 4096, 4096, True)]))
-    for step in steps:
-        try:
-            step()
-        except Exception as e:  # noqa: BLE001
-            log(f"step failed: {type(e).__name__}: {e}")
-            OUT["errors"].append(f"{type(e).__name__}: {e}")
-        OUT["timer"] = "gpu timestamps" if timing.USE_TS else "wall"
-        with open(args.json, "w") as f:
-            json.dump(OUT, f, indent=1, default=str)
-    log(f"wrote {args.json} ({time.time() - t0:.0f} s); errors: {OUT['errors']}")
+    timing.run_steps(steps, OUT, args.json, t0, untimed="wall")
     return 0 if ok else 1
 
 

@@ -20,7 +20,6 @@ sampled round-robin (one sample = one compute pass of R dispatches), median and 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -263,16 +262,7 @@ def main(argv=None) -> int:
     log(f"checks {'passed' if ok else 'FAILED'} ({time.time() - t0:.0f} s)")
     steps = [lambda: time_argmax(eng, 128 if q else 4096, 2 if q else 9),
              lambda: time_split(eng, 256 if q else 1024, 2 if q else 31)]
-    for step in steps:
-        try:
-            step()
-        except Exception as e:  # noqa: BLE001
-            log(f"step failed: {type(e).__name__}: {e}")
-            OUT["errors"].append(f"{type(e).__name__}: {e}")
-        OUT["timer"] = "gpu timestamps" if timing.USE_TS else "none"
-        with open(args.json, "w") as f:
-            json.dump(OUT, f, indent=1, default=str)
-    log(f"wrote {args.json} ({time.time() - t0:.0f} s); errors: {OUT['errors']}")
+    timing.run_steps(steps, OUT, args.json, t0)
     return 0 if ok else 1
 
 

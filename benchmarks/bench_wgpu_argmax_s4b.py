@@ -12,7 +12,6 @@ with scalar and vec4 partial stores on every shape the rule splits (and 2048³ u
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -177,16 +176,7 @@ def main(argv=None) -> int:
                               (1536, 1536, 1536), (2048, 2048, 2048), (2560, 2560, 2560),
                               (3072, 3072, 3072), (1024, 4096, 1024), (256, 8192, 256)],
                              2 if q else 15)]
-    for step in steps:
-        try:
-            step()
-        except Exception as e:  # noqa: BLE001
-            log(f"step failed: {type(e).__name__}: {e}")
-            OUT["errors"].append(f"{type(e).__name__}: {e}")
-        OUT["timer"] = "gpu timestamps" if timing.USE_TS else "none"
-        with open(args.json, "w") as f:
-            json.dump(OUT, f, indent=1, default=str)
-    log(f"wrote {args.json} ({time.time() - t0:.0f} s); errors: {OUT['errors']}")
+    timing.run_steps(steps, OUT, args.json, t0)
     return 0 if ok else 1
 
 

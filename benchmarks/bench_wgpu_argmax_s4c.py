@@ -15,7 +15,6 @@ then GPU timestamps round-robin: the first pass, the default second pass, COOP w
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -96,15 +95,8 @@ def main(argv=None) -> int:
     t0 = time.time()
     ok = checks()
     log(f"checks {'passed' if ok else 'FAILED'} ({time.time() - t0:.0f} s)")
-    try:
-        time_fix(eng, 256 if args.quick else 4096, 2 if args.quick else 9)
-    except Exception as e:  # noqa: BLE001
-        log(f"step failed: {type(e).__name__}: {e}")
-        OUT["errors"].append(f"{type(e).__name__}: {e}")
-    OUT["timer"] = "gpu timestamps" if timing.USE_TS else "none"
-    with open(args.json, "w") as f:
-        json.dump(OUT, f, indent=1, default=str)
-    log(f"wrote {args.json} ({time.time() - t0:.0f} s); errors: {OUT['errors']}")
+    timing.run_steps([lambda: time_fix(eng, 256 if args.quick else 4096, 2 if args.quick else 9)],
+                     OUT, args.json, t0)
     return 0 if ok else 1
 
 
