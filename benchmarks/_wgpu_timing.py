@@ -73,7 +73,8 @@ USE_TS = True
 def kernel_time(eng, disp, reps: int, repeats: int = 5) -> float:
     """Seconds per dispatch (``disp``: one dispatch or a list run in order, timed together)."""
     global USE_TS
-    disps = list(disp) if isinstance(disp, (list, tuple)) else [disp]
+    # (a Dispatch is itself a NamedTuple: one dispatch, not a list of them)
+    disps = [disp] if hasattr(disp, "_fields") or not isinstance(disp, (list, tuple)) else list(disp)
     if USE_TS and "timestamp-query" in getattr(eng.rt, "features", ()):
         try:
             return _timestamps(eng, disps, reps, repeats)
