@@ -11,9 +11,8 @@ import numpy as np
 import pytest
 import test_cuda_search
 from test_cuda_search_s4 import check_one_query_ties
-from test_search import reference, trits
-
-from pytropical_gpu import TernaryVec
+from test_cuda_search_s4c import RESULTS_STAY, check_results_stay
+from test_search import trits
 
 sl, be, run = test_cuda_search.sl, test_cuda_search.be, test_cuda_search.run  # the same fixtures
 
@@ -55,16 +54,5 @@ def test_pdl_falling_scores(be, sl, pdl, monkeypatch, rng, blocks, on):
 @pytest.mark.parametrize("on", [True, False])
 def test_pdl_results_stay(be, sl, pdl, monkeypatch, rng, on):
     """Each call's results are its own across later calls of the same and other shapes."""
-    import cupy as cp
-
     monkeypatch.setattr(pdl, "PDL_MERGE", on)
-    kept = []
-    for rows, dim, k in ((500, 100, 10), (500, 100, 10), (777, 333, 5), (500, 100, 10),
-                         (4099, 1000, 20), (500, 100, 10), (500, 100, 32)):
-        q, mem = trits(rng, (1, dim)), trits(rng, (rows, dim))
-        got = be.search(TernaryVec.from_array(cp.asarray(q)), TernaryVec.from_array(cp.asarray(mem)),
-                        k=k)
-        kept.append((got, reference(q, mem, k)))
-    for (idx, val), (want_i, want_s) in kept:
-        np.testing.assert_array_equal(cp.asnumpy(val), want_s)
-        np.testing.assert_array_equal(cp.asnumpy(idx), want_i)
+    check_results_stay(be, rng, RESULTS_STAY + ((500, 100, 32),))
