@@ -64,17 +64,19 @@ def features(rt) -> set:
 
 def submit(rt, commands, stamps: Stamps, mode: str) -> None:
     """``rt.submit(commands)`` with timestamps (``mode`` "pass" or "each"; see the module)."""
-    from pytropical_gpu.backends.wgpu.bindgroups import lookup, wgpupy_cache
+    from pytropical_gpu.backends.wgpu import runtime_wgpupy as rw
+    from pytropical_gpu.backends.wgpu.bindgroups import wgpupy_cache
     from pytropical_gpu.backends.wgpu.runtime import Copy, Dispatch
-    from pytropical_gpu.backends.wgpu.runtime_wgpupy import _raw
 
     blobs = [bytes(c.params) for c in commands if type(c) is Dispatch and c.params is not None]
     offs = rt._write_uniforms(blobs) if blobs else []
-    ffi, lib = _raw()
+    ffi, lib = rw._raw()
+    lookup = rw.lookup  # (as the runtime's submit finds them: a baseline may swap them)
     groups = rt._groups
     if groups is None:
         groups = rt._groups = wgpupy_cache(rt.device, ffi, lib)
     groups.drain()
+    us = rw.uniform_keys(rt._uniform, offs, blobs)
     need = 2 if mode == "pass" else len(commands) + 1
     first = q = -(-stamps.used // 32) * 32  # a resolve's offset: a multiple of 256 bytes
     if first + need > COUNT:
@@ -95,9 +97,9 @@ def submit(rt, commands, stamps: Stamps, mode: str) -> None:
                     int(cmd.dst_offset), int(cmd.size))
                 continue
             if cmd.params is None:
-                bg = lookup(groups, cmd, None, 0, None)
+                bg = lookup(groups, cmd, None)
             else:
-                bg = lookup(groups, cmd, rt._uniform, offs[ui], blobs[ui])
+                bg = lookup(groups, cmd, us[ui])
                 ui += 1
             if p is None:
                 if not timed and mode == "pass":  # the first pass only
