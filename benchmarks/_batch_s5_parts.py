@@ -142,25 +142,37 @@ TILES = {"t32_bk8": {"BM": 32, "BN": 32, "BK": 8, "TM": 4, "TN": 4, "PF": 0},  #
 RUN1_TILES = ("t32_bk8", "t32_bk16", "t32_bk32", "t32_bk64", "t16_bk16", "t32x16_bk16")
 
 
-def tiles(ctx, eng, ref_chain, ops, repeats, stamps, mode, add, names=RUN1_TILES) -> None:
+def tiles(ctx, eng, ref_chain, ops, repeats, stamps, mode, add, names=RUN1_TILES,
+          rounds: int = 0) -> None:
     """Each of ``names`` (:data:`TILES`) as the small-GEMM tile: checked against numpy, then timed
-    (with timestamps ``mode``, None: none)."""
+    (with timestamps ``mode``, None: none). ``rounds`` > 0: that many rounds, the order reversed
+    every other one, rows ``tile_<name>_r<i>`` (the SM clock drifts within a run: compare within
+    a round)."""
     from pytropical_gpu.backends.wgpu import fastpath
     from pytropical_gpu.backends.wgpu import gemm as wgemm
 
     ref, chain = ref_chain
     want = ref(20)
     was = wgemm.TILE_TINY
+
+    def use(name):
+        wgemm.TILE_TINY = TILES[name]
+        fastpath.records(eng).clear()
+
     try:
         for name in names:
-            tile = TILES[name]
-            wgemm.TILE_TINY = tile
-            fastpath.records(eng).clear()
+            use(name)
             with ctx.batch():
                 got = chain(20)
             h.check(f"wgpu min_plus tile {name}: batch chain vs numpy", bb._host(ctx, got), want)
-            add("min_plus", f"tile_{name}", dict(variant(ctx, eng, chain, ops, repeats, mode,
-                                                          stamps), tile=tile))
+            if not rounds:
+                add("min_plus", f"tile_{name}", dict(variant(ctx, eng, chain, ops, repeats, mode,
+                                                              stamps), tile=TILES[name]))
+        for rnd in range(rounds):
+            for name in names if rnd % 2 == 0 else names[::-1]:
+                use(name)
+                add("min_plus", f"tile_{name}_r{rnd}", dict(
+                    variant(ctx, eng, chain, ops, repeats, mode, stamps), tile=TILES[name]))
     finally:
         wgemm.TILE_TINY = was
         fastpath.records(eng).clear()

@@ -24,8 +24,10 @@ variant's wall-clock start is logged to match its rows.
 ``--plan compare`` (the second run): the submit as session 4 left it (``_s4_submit.py``) against
 the path as it is, in alternating rounds (``s4_round<i>``, ``s5_round<i>``: a host's speed drifts
 within a run), both with pass timestamps, and the small-GEMM tile with its k-tile prefetched.
+``--plan tiles``: that tile against the prefetching ones in alternating rounds (the GPU's clock
+drifts within a run too).
 
-    python benchmarks/bench_batch_s5.py [--plan diagnose|compare] [--ops 1000] [--repeats 7]
+    python benchmarks/bench_batch_s5.py [--plan diagnose|compare|tiles] [--ops 1000] [--repeats 7]
         [--json PATH] [--smi PATH]
 """
 
@@ -60,7 +62,7 @@ from pytropical_gpu.backends import get_backend, probe
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--plan", choices=("diagnose", "compare"), default="diagnose")
+    p.add_argument("--plan", choices=("diagnose", "compare", "tiles"), default="diagnose")
     p.add_argument("--ops", type=int, default=1000)
     p.add_argument("--repeats", type=int, default=7)
     p.add_argument("--rounds", type=int, default=3, help="compare: alternating rounds")
@@ -112,7 +114,7 @@ def _main(args, progress) -> int:
         chains = {op: (ref, chain) for op, _size, _res, ref, chain in s4._chains(ctx)}
         _checks(ctx, eng, chains, stamps, modes)
         progress("checks passed")
-        plan = _diagnose if args.plan == "diagnose" else _compare
+        plan = {"diagnose": _diagnose, "compare": _compare, "tiles": _tiles}[args.plan]
         plan(ctx, eng, chains, args, stamps, modes, add)
     except h.CheckFailed as e:
         print(f"bench_batch_s5: correctness check FAILED: {e}", file=sys.stderr)
@@ -171,6 +173,14 @@ def _compare(ctx, eng, chains, args, stamps, modes, add) -> None:
     for name in ("s4", "s5"):
         with _s4_submit.s4_submit() if name == "s4" else contextlib.nullcontext():
             add("min_plus", f"{name}_last", P.variant(ctx, eng, mm, ops, R))
+
+
+def _tiles(ctx, eng, chains, args, stamps, modes, add) -> None:
+    """The library's small-GEMM tile against its prefetching variants in alternating rounds, GPU
+    time from pass timestamps (the second run's tile rows were confounded by the clock's fall)."""
+    P.tiles(ctx, eng, chains["min_plus"], args.ops, args.repeats, stamps,
+            "pass" if "pass" in modes else None, add,
+            names=("t32_bk8", "t32_bk8_pf2", "t32_bk16_pf2", "t32_bk8_pf1"), rounds=args.rounds)
 
 
 def _diagnose(ctx, eng, chains, args, stamps, modes, add) -> None:
