@@ -21,13 +21,24 @@ import numpy as np
 COUNT = 4096
 
 
-def enable_inside_passes() -> None:
-    """Ask for timestamps inside passes when the wgpu-py runtime makes its device (call first)."""
+def enable_inside_passes() -> tuple:
+    """Ask for timestamps inside passes when the wgpu-py runtime makes its device (call first);
+    returns the features asked before, for :func:`restore`."""
     from pytropical_gpu.backends.wgpu import runtime_wgpupy as rw
 
+    was = rw._OPTIONAL_FEATURES
     extra = ("timestamp-query-inside-passes",)
-    if extra[0] not in rw._OPTIONAL_FEATURES:
-        rw._OPTIONAL_FEATURES = tuple(rw._OPTIONAL_FEATURES) + extra
+    if extra[0] not in was:
+        rw._OPTIONAL_FEATURES = tuple(was) + extra
+    return was
+
+
+def restore(was: tuple) -> None:
+    """Ask for the features asked before :func:`enable_inside_passes` (a device made meanwhile
+    keeps what it got)."""
+    from pytropical_gpu.backends.wgpu import runtime_wgpupy as rw
+
+    rw._OPTIONAL_FEATURES = was
 
 
 class Stamps:

@@ -85,13 +85,16 @@ def main(argv=None) -> int:
 
 
 def _main(args, progress) -> int:
-    ts.enable_inside_passes()  # before the runtime makes its device
-    ok, why = probe("wgpu")
+    was = ts.enable_inside_passes()  # before the runtime makes its device
+    try:
+        ok, why = probe("wgpu")
+        be = get_backend("wgpu") if ok else None
+    finally:
+        ts.restore(was)
     if not ok:
         print(f"bench_batch_s5: wgpu unavailable ({why})", file=sys.stderr)
         return 1
     ctx = tg.HybridContext(backend="wgpu")
-    be = get_backend("wgpu")
     eng = be.engine
     dev = be.describe()
     feats = ts.features(eng.rt)

@@ -43,3 +43,4 @@ def test_bench_batch_s5_both_plans(tmp_path):
     assert runtime_wgpupy.pack_uniforms is runtime.pack_uniforms
     assert runtime_wgpupy.lookup is bindgroups.lookup
     assert runtime_wgpupy.uniform_keys is bindgroups.uniform_keys
+    assert "timestamp-query-inside-passes" not in runtime_wgpupy._OPTIONAL_FEATURES
