@@ -379,3 +379,45 @@ def test_shaders_use_core_wgsl_only():
         code = re.sub(r"//[^\n]*", "", src)
         m = optional.search(code)
         assert m is None, f"{vs[0].label} uses an optional WGSL feature: {m.group(0)!r}"
+
+
+def test_pack_uniforms_places_equal_blocks_once():
+    # reference by hand: a new block goes to the next multiple of 256 after the last new one's
+    # bound bytes (at least 16); an equal block reuses the first one's place
+    a, b, c, d = bytes(range(16)), bytes(range(1, 17)), bytes(range(2, 22)), b"\x07\x00\x00\x00"
+    offs, stage = rtmod.pack_uniforms([a, b, a, c, b, a, d, c], 256)
+    assert offs == [0, 256, 0, 512, 256, 0, 768, 512]
+    assert len(stage) == 768 + 16
+    want = bytearray(784)
+    want[0:16], want[256:272], want[512:532], want[768:772] = a, b, c, d
+    assert stage == want
+    assert rtmod.pack_uniforms([a, b, c], 64) == ([0, 64, 128], stage_of({0: a, 64: b, 128: c}, 148))
+    assert rtmod.pack_uniforms([], 256) == ([], bytearray())
+
+
+def stage_of(blocks: dict, size: int) -> bytearray:
+    out = bytearray(size)
+    for o, blk in blocks.items():
+        out[o:o + len(blk)] = blk
+    return out
+
+
+def test_repeated_params_blocks_stay_exact_across_submits(rt):
+    # equal params blocks share one place; the same bindings under another params block in the
+    # next submit (a cached bind group at an offset that now holds other bytes) stay exact
+    pipe = rt.compile(SCALE, "scale")
+    src = rt.create_buffer(4 * 64)
+    dst = rt.create_buffer(4 * 64 * 12)
+    rt.write(src, np.arange(64, dtype=np.uint32))
+    src_v = np.arange(64, dtype=np.uint64)
+    for order in ([3, 5, 3, 3, 7, 5, 3, 7, 7, 3, 5, 3], [7, 3, 3, 5, 5, 7, 3, 3, 7, 5, 3, 7]):
+        cmds = [Dispatch(pipe, [src, Binding(dst, 256 * i, 256)], (1, 1, 1), _params(64, m, i))
+                if i % 4 else
+                Dispatch(pipe, [src, Binding(dst, 256 * i, 256)], (1, 1, 1), _params(64, m, 0))
+                for i, m in enumerate(order)]
+        rt.submit(cmds)
+        got = np.frombuffer(rt.read(dst, 0, 4 * 64 * 12), np.uint32).reshape(12, 64)
+        for i, m in enumerate(order):
+            assert np.array_equal(got[i], src_v * m + (i if i % 4 else 0)), (order, i)
+    rt.destroy_buffer(src)
+    rt.destroy_buffer(dst)

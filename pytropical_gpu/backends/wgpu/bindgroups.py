@@ -127,14 +127,31 @@ class BindGroupCache:
         self.done()
 
 
-def lookup(cache: BindGroupCache, cmd, uniform, offset: int, blob):
-    """The bind group of dispatch ``cmd`` whose params block ``blob`` (None: no params) sits at
-    ``offset`` of the runtime's ``uniform`` buffer. The key is the pipeline, the uniform range and
-    the bindings as the caller gave them (no :func:`.runtime.storage_ranges` on a hit)."""
+def uniform_keys(uniform, offs: list, blobs: list) -> list:
+    """Each params block's ``(uniform buffer, offset, bound size)`` for :func:`lookup` (one tuple
+    per distinct offset: blocks that :func:`.runtime.pack_uniforms` shares share it)."""
+    memo: dict = {}
+    out = []
+    for o, b in zip(offs, blobs):
+        u = memo.get(o)
+        if u is None:
+            u = memo[o] = (uniform, o, uniform_size(b))
+        out.append(u)
+    return out
+
+
+def lookup(cache: BindGroupCache, cmd, u):
+    """The bind group of dispatch ``cmd`` whose params block is ``u`` (:func:`uniform_keys`; None:
+    no params). The key is the pipeline, the uniform range and the bindings as the caller gave them
+    (a hit makes no entries and no closure)."""
     b = cmd.bindings
     if type(b) is not tuple:
         b = tuple(b)
-    u = None if blob is None else (uniform, offset, uniform_size(blob))
+    key = (cmd.pipeline, u, b)
+    bg = cache._groups.get(key)  # (empty while the cache is off: then get() makes one)
+    if bg is not None:
+        cache.hits += 1
+        return bg
 
     def entries():
         ranges = storage_ranges(cmd)
@@ -142,7 +159,7 @@ def lookup(cache: BindGroupCache, cmd, uniform, offset: int, blob):
             ranges.insert(0, (0, *u))
         return tuple(ranges)
 
-    return cache.get((cmd.pipeline, u, b), cmd.pipeline, entries)
+    return cache.get(key, cmd.pipeline, entries)
 
 
 def wgpupy_cache(device, ffi, lib) -> BindGroupCache:
@@ -176,4 +193,5 @@ def dawn_cache(webgpu, device) -> BindGroupCache:
     return BindGroupCache(make, webgpu.wgpuBindGroupRelease)
 
 
-__all__ = ["CAPACITY", "ENABLED", "BindGroupCache", "dawn_cache", "lookup", "wgpupy_cache"]
+__all__ = ["CAPACITY", "ENABLED", "BindGroupCache", "dawn_cache", "lookup", "uniform_keys",
+           "wgpupy_cache"]

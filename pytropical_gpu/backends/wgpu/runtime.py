@@ -191,14 +191,18 @@ def pack_uniforms(blobs: Sequence[bytes], align: int) -> tuple[list[int], bytear
     """Every dispatch's uniform block in one buffer: (byte offset of each block, the bytes to write).
 
     Each block starts at a multiple of ``align`` (the device's min uniform offset alignment) and is
-    bound with :func:`uniform_size` bytes. Both runtimes recycle one uniform buffer this way."""
-    offs, total = [], 0
+    bound with :func:`uniform_size` bytes; equal blocks share one place (a batch of like calls
+    writes its params once, and their bind groups differ only in their buffers). Both runtimes
+    recycle one uniform buffer this way."""
+    offs, at, end = [], {}, 0
     for b in blobs:
-        offs.append(total)
-        total += -(-uniform_size(b) // align) * align
-    last = uniform_size(blobs[-1]) if blobs else 0
-    stage = bytearray(offs[-1] + last + (-last % 4)) if blobs else bytearray()
-    for o, b in zip(offs, blobs):
+        o = at.get(b)
+        if o is None:
+            o = at[b] = -(-end // align) * align
+            end = o + uniform_size(b)
+        offs.append(o)
+    stage = bytearray(end + (-end % 4))
+    for b, o in at.items():
         stage[o:o + len(b)] = b
     return offs, stage
 

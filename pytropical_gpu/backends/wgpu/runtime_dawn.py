@@ -21,7 +21,7 @@ import logging
 from collections.abc import Sequence
 
 from .adapters import choose_adapter, refusal
-from .bindgroups import dawn_cache, lookup
+from .bindgroups import dawn_cache, lookup, uniform_keys
 from .dawn_adapters import adapters, call, dawn, enum_name, info, list_adapters, probe, release_adapters, text
 from .dawn_objects import Buffer, Pipeline, compute_pipeline, shader_module
 from .runtime import (
@@ -230,6 +230,7 @@ class DawnRuntime(Runtime):
         self._check()
         blobs = [bytes(c.params) for c in commands if isinstance(c, Dispatch) and c.params is not None]
         offs = self._write_uniforms(blobs) if blobs else []
+        us = uniform_keys(self._uniform, offs, blobs)
         groups = self._groups
         groups.drain()
         enc = webgpu.wgpuDeviceCreateCommandEncoder(self.device, webgpu.WGPUCommandEncoderDescriptor())
@@ -246,9 +247,9 @@ class DawnRuntime(Runtime):
                         int(cmd.size))
                     continue
                 if cmd.params is None:  # the bind group: cached (.bindgroups)
-                    bg = lookup(groups, cmd, None, 0, None)
+                    bg = lookup(groups, cmd, None)
                 else:
-                    bg = lookup(groups, cmd, self._uniform, offs[ui], blobs[ui])
+                    bg = lookup(groups, cmd, us[ui])
                     ui += 1
                 if cpass is None:
                     cpass = webgpu.wgpuCommandEncoderBeginComputePass(

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Sequence
 
 from .adapters import choose_adapter, refusal
-from .bindgroups import lookup, wgpupy_cache
+from .bindgroups import lookup, uniform_keys, wgpupy_cache
 from .runtime import (
     AdapterInfo,
     Copy,
@@ -218,6 +218,7 @@ class WgpuPyRuntime(Runtime):
         if groups is None:
             groups = self._groups = wgpupy_cache(self.device, ffi, lib)
         groups.drain()
+        us = uniform_keys(self._uniform, offs, blobs)  # (after _write_uniforms: it may regrow)
         enc = self.device.create_command_encoder()
         ui = 0
         # consecutive dispatches share one compute pass (each dispatch is its own usage scope:
@@ -235,9 +236,9 @@ class WgpuPyRuntime(Runtime):
                         int(cmd.dst_offset), int(cmd.size))
                     continue
                 if cmd.params is None:  # the bind group: cached (.bindgroups)
-                    bg = lookup(groups, cmd, None, 0, None)
+                    bg = lookup(groups, cmd, None)
                 else:
-                    bg = lookup(groups, cmd, self._uniform, offs[ui], blobs[ui])
+                    bg = lookup(groups, cmd, us[ui])
                     ui += 1
                 if p is None:
                     p = enc.begin_compute_pass()
