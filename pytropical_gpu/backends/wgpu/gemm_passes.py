@@ -25,6 +25,11 @@ ARGFIX_PW = 512
 #: gemm_argfix: 4x fewer cache lines a warp's load touches (H200 4096^3 second pass: 0.490 ms
 #: against 0.606, whole argmax 7.576 against 7.692; slower on lavapipe, where it matters little)
 ARGFIX_COOP = True
+#: gemm_argfix_row (a workgroup an output row's panel of ARGFIX_ROW_PW columns, A's row in
+#: workgroup memory, four threads an output) where k fits workgroup memory; None: off. ASH False
+#: reads A's row from global memory in the same loop (benchmarks only)
+ARGFIX_ROW: int | None = None
+ARGFIX_ROW_ASH = True
 #: gemm_transpose's square tile, 16 or 32 (H200 4096^2: 0.041 ms against 16's 0.073)
 TRANSPOSE_TS = 32
 #: split-k: the tile, its workgroups resident at once (H200: 132 SMs x 2), most layers, least k
@@ -46,6 +51,14 @@ def argfix_dispatch(eng: Engine, code, kp: dict, binds, m: int, n: int, k: int, 
     vec = bt and k % 4 == 0 and kp["BK"] % 4 == 0
     pw = {"PW": ARGFIX_PW} if ARGFIX_PW and n > ARGFIX_PW else {}
     per = WG
+    row = ARGFIX_ROW and vec and kp["BK"] == 16 and row_kv(eng, k)
+    if row:
+        panels = -(-n // ARGFIX_ROW)
+        pipe = eng.pipeline("gemm_argfix_row", **code.params(), WG=WG, AV=True, BV=True,
+                            PW=ARGFIX_ROW, KV=row, ASH=ARGFIX_ROW_ASH)
+        gx, gy, _ = eng.grid(m * panels)
+        return eng.dispatch(pipe, binds, (gx, gy, nbat),
+                            pack_params(m, n, k, a_bs, b_bs, panels, m * n, gx))
     if ARGFIX_COOP and vec and kp["BK"] == 16:
         pipe = eng.pipeline("gemm_argfix_coop", **code.params(), WG=WG, AV=True, BV=True, **pw)
         per = WG // 4
@@ -54,6 +67,13 @@ def argfix_dispatch(eng: Engine, code, kp: dict, binds, m: int, n: int, k: int, 
                             AV=vec, BV=vec, **pw)
     gx, gy, _ = eng.grid(-(-(m * n) // per))
     return eng.dispatch(pipe, binds, (gx, gy, nbat), pack_params(m, n, k, a_bs, b_bs, 0, m * n, gx))
+
+
+def row_kv(eng: Engine, k: int) -> int:
+    """Vec4 slots of gemm_argfix_row's copy of A's row (k rounded up to 1024 elements), or 0
+    where that and the four quarters' matches do not fit the device's workgroup memory."""
+    kv = -(-k // 1024) * 256
+    return kv if kv * 16 + 2 * WG * 4 <= eng.limits.max_workgroup_storage else 0
 
 
 def argfix_commands(eng: Engine, code, kp: dict, binds, m: int, n: int, k: int, nbat: int = 1,
