@@ -12,6 +12,7 @@ batches, k cut inside its last tile, n beyond a panel), then GPU timestamps roun
 plain kernel and the s4 argmax (same run).
 
     python benchmarks/bench_wgpu_argmax_s5.py --json wgpu_argmax_h200_s5b.json [--quick]
+        [--semirings max_plus,max_min]
 """
 
 from __future__ import annotations
@@ -139,10 +140,35 @@ def time_all(eng, size, rounds):
     q.release()
 
 
+def time_semirings(eng, size, rounds, names):
+    """The library's argmax (DV first pass, row second pass) against the plain kernel for other
+    selective semirings (the issue's row: every selective semiring), each checked first."""
+    kpa = dict(T128, PF=2, ARGMAX=True, AT=True, DV=True)
+    for sname in names:
+        p = Problem(eng, size, size, size, True, sname)
+        q = Problem(eng, size, size, size, False, sname)
+        fix, tmp = passes.argfix_commands(eng, p.code, kpa, p.binds, size, size, size, bt=True)
+        rows = {f"{sname} plain 128 PF0": [q.tiled(dict(T128, ARGMAX=False))],
+                f"{sname} argmax DV + ROW": [p.tiled(kpa)] + fix}
+        oks = {x: (q if "plain" in x else p).check(c) for x, c in rows.items()}
+        res = round_robin(eng, rows, 3, rounds)
+        base = res[f"{sname} plain 128 PF0"]["median_ms"]
+        for x, r in res.items():
+            r["plain_default_over_this"], r["ok"] = base / r["median_ms"], oks[x]
+            log(f"{size}^3 {x}: {r['median_ms']:.3f} ms [q1 {r['q1_ms']:.3f}, q3 "
+                f"{r['q3_ms']:.3f}] plain/this {r['plain_default_over_this']:.3f} ok={r['ok']}")
+            OUT["argmax"].append(dict(r, label=x, m=size))
+        eng.release(*tmp)
+        p.release()
+        q.release()
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json", default="wgpu_argmax_s5.json")
+    ap.add_argument("--semirings", default="", help="also time these (comma-separated), e.g. "
+                    "max_plus,max_min; run b did not")
     args = ap.parse_args(argv)
     eng = get_engine()
     OUT["device"] = f"{eng.rt.info.name} ({eng.rt.info.backend}, {eng.rt.name})"
@@ -151,8 +177,11 @@ def main(argv=None) -> int:
     t0 = time.time()
     ok = checks(args.quick)
     log(f"checks {'passed' if ok else 'FAILED'} ({time.time() - t0:.0f} s)")
-    timing.run_steps([lambda: time_all(eng, 256 if args.quick else 4096, 2 if args.quick else 9)],
-                     OUT, args.json, t0)
+    size, rounds = (256, 2) if args.quick else (4096, 9)
+    steps = [lambda: time_all(eng, size, rounds)]
+    if args.semirings:
+        steps.append(lambda: time_semirings(eng, size, rounds, args.semirings.split(",")))
+    timing.run_steps(steps, OUT, args.json, t0)
     return 0 if ok else 1
 
 
