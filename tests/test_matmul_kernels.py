@@ -113,21 +113,28 @@ def test_argmax_by_tile_second_pass(backend, rng, monkeypatch, bt, name, dtype):
         check_argmax(a, b, name, c, backend)
 
 
-@pytest.mark.parametrize(("ts", "coop"), [(16, False), (32, False), (32, True)])
+@pytest.mark.parametrize(("ts", "coop", "row"),
+                         [(16, False, False), (32, False, False), (32, True, False), (32, True, True)])
 @pytest.mark.parametrize(("name", "dtype"), [("min_plus", "float32"), ("max_plus", "int32")])
-def test_argmax_second_pass_in_column_panels(backend, rng, monkeypatch, ts, coop, name, dtype):
+def test_argmax_second_pass_in_column_panels(backend, rng, monkeypatch, ts, coop, row, name,
+                                             dtype):
     """n beyond wgpu's second-pass panel (``gemm_passes.ARGFIX_PW``, 512) and not a multiple of
     it: the outputs taken panel by panel, the last one narrower; B transposed through a 16- or
     32-wide tile (``TRANSPOSE_TS``), one or four threads an output (``ARGFIX_COOP``: k a multiple
-    of 4), k a multiple of 4 or odd, batches, ``c``, ties."""
+    of 4), or four threads an output row by row in panels of ``ARGFIX_ROW`` columns (1024: n
+    beyond it and not a multiple of it, or within one panel), k a multiple of 4 or odd, batches,
+    with and without ``c`` (D and I then stored as vec4 where n is a multiple of 4), ties."""
     if backend == "wgpu":
         from pytropical_gpu.backends.wgpu import gemm, gemm_passes
 
         monkeypatch.setattr(gemm, "ARGMAX_BY_TILE", True)
         monkeypatch.setattr(gemm_passes, "TRANSPOSE_TS", ts)
         monkeypatch.setattr(gemm_passes, "ARGFIX_COOP", coop)
+        if not row:
+            monkeypatch.setattr(gemm_passes, "ARGFIX_ROW", None)
         assert gemm_passes.ARGFIX_PW and 1100 > gemm_passes.ARGFIX_PW
-    elif ts == 32:
+        assert not row or 1100 > gemm_passes.ARGFIX_ROW > 513
+    elif ts == 32 or row:
         pytest.skip("one kernel choice outside wgpu")
     for lead, m, k, n in (((), 9, 40, 1100), ((2,), 5, 37, 1030), ((), 3, 100, 513),
                           ((), 7, 36, 300)):  # k cut inside its last k-tile; n within a panel

@@ -118,6 +118,8 @@ def gemm_variants() -> list[Variant]:
                         continue
                     for has_c in (False, True):
                         out.append(_v(kname, **code.params(), **dict(kp), HAS_C=has_c))
+                    if kname == "gemm_tiled" and argmax:  # D and I as vec4 (n % 4 == 0, no c)
+                        out.append(_v(kname, **code.params(), **dict(kp), DV=True, HAS_C=False))
                     if dict(kp).get("AT"):  # the argmax by k-tile's second pass (B in place,
                         bk = dict(kp)["BK"]  # or transposed: k a multiple of 4 or not)
                         out.append(_v("gemm_argfix", **code.params(), BK=bk, WG=WG, BT=False,
@@ -131,6 +133,10 @@ def gemm_variants() -> list[Variant]:
                         if bk == 16:  # four threads an output (gemm_passes.ARGFIX_COOP)
                             out += [_v("gemm_argfix_coop", **code.params(), WG=WG, AV=True,
                                        BV=True, **pw) for pw in pws]
+                            if passes.ARGFIX_ROW:  # ... row by row (ARGFIX_ROW)
+                                out.append(_v("gemm_argfix_row", **code.params(),
+                                              WG=passes.ARGFIX_ROW_WG, AV=True, BV=True,
+                                              PW=passes.ARGFIX_ROW))
                 if sr.builtin:  # split-k (gemm_passes)
                     sk = dict(passes.SPLIT_TILE, ARGMAX=False, SK=True)
                     out.append(_v("gemm_tiled", **code.params(), **sk, HAS_C=False))

@@ -5,8 +5,8 @@
 // are consecutive (no bank conflicts). PF: 0 loads then computes each k-tile; 1 prefetches the
 // next k-tile into registers while computing; 2 does that into a second workgroup buffer (one
 // barrier per k-tile). On an H200 PF=0 is as fast as either (benchmarks/results/wgpu_gemm_notes.md).
-// DV: D written as vec4 (n a multiple of 4; neither argmax nor c): 16-byte stores, a quarter of
-// the store instructions (split-k's partial layers: a larger share of a short k-loop).
+// DV: D (and an argmax's I) written as vec4 (n a multiple of 4, no c): 16-byte stores, a quarter
+// of the store instructions (split-k's partial layers: a larger share of a short k-loop).
 // AT: argmax by k-tile (a plain ⊕ per k-tile, folded into the running best with the tile's index;
 // gemm_argfix finds the k inside it).
 // SK: split-k, each z layer of workgroups a slice of k into its own partial D (gemm_splitk folds
@@ -15,7 +15,7 @@
 {$ include "gemm_common.wgsl" $}
 $$ set nb = 4
 $$ if ARGMAX
-@group(0) @binding({{ nb }}) var<storage, read_write> I: array<i32>;
+@group(0) @binding({{ nb }}) var<storage, read_write> I: array<{{ "vec4<i32>" if DV|default(false) else "i32" }}>;
 $$ set nb = nb + 1
 $$ endif
 $$ if HAS_C
@@ -264,12 +264,15 @@ $$ for i in range(TM)
         let r = row0 + ({{ i // 4 * NTY }}u + ty) * 4u + {{ i % 4 }}u;
         if (r < P.m) {
 $$ if DV|default(false)
-            // DV (n a multiple of 4, no argmax, no c): each vec4 accumulator is 4 whole columns
+            // DV (n a multiple of 4, no c): each vec4 accumulator is 4 whole columns
 $$ for j in range(TN4)
             {
                 let col = col0 + ({{ j * NTX }}u + tx) * 4u;
                 if (col < P.n) {
                     D[(dbase + r * P.n + col) / 4u] = acc_{{ i }}_{{ j }};
+$$ if ARGMAX
+                    I[(dbase + r * P.n + col) / 4u] = idx_{{ i }}_{{ j }};
+$$ endif
 $$ if FACTS|default(false)
 $$ for c in range(4)
                     facts_add(acc_{{ i }}_{{ j }}.{{ "xyzw"[c] }});

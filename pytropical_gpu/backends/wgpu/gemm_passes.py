@@ -3,8 +3,9 @@
 ``gemm_argfix`` finds each output's k inside its winning k-tile; with :data:`ARGFIX_BT` it reads
 B transposed (one ``gemm_transpose`` pass first), so that the tile's BK values of B's column are
 consecutive words, as A's row's are, instead of BK rows apart (one memory sector each); it takes
-the outputs in column panels (:data:`ARGFIX_PW`), and ``gemm_argfix_coop`` gives each output four
-threads (:data:`ARGFIX_COOP`).
+the outputs in column panels (:data:`ARGFIX_PW`), ``gemm_argfix_coop`` gives each output four
+threads (:data:`ARGFIX_COOP`) and ``gemm_argfix_row`` does so row by row, a workgroup a row's
+panel, so that A's row is read through L1 (:data:`ARGFIX_ROW`).
 Split-k runs ``gemm_tiled`` with SK over S slices of k (a z layer of workgroups each, writing a
 partial D) and ``gemm_splitk`` folds the layers with ⊕: for grids too small to fill the device.
 Measured on an H200: benchmarks/results/wgpu_gemm_notes.md.
@@ -25,6 +26,12 @@ ARGFIX_PW = 512
 #: gemm_argfix: 4x fewer cache lines a warp's load touches (H200 4096^3 second pass: 0.490 ms
 #: against 0.606, whole argmax 7.576 against 7.692; slower on lavapipe, where it matters little)
 ARGFIX_COOP = True
+#: gemm_argfix_row instead of gemm_argfix_coop (same conditions): a workgroup loops over one output
+#: row's panel of this many columns, so its A row stays in the SM's L1 (H200 4096^3 second pass:
+#: 0.373 ms against coop's 0.493); None: off
+ARGFIX_ROW: int | None = 1024
+#: gemm_argfix_row's threads per workgroup (four an output)
+ARGFIX_ROW_WG = WG
 #: gemm_transpose's square tile, 16 or 32 (H200 4096^2: 0.041 ms against 16's 0.073)
 TRANSPOSE_TS = 32
 #: split-k: the tile, its workgroups resident at once (H200: 132 SMs x 2), most layers, least k
@@ -46,6 +53,13 @@ def argfix_dispatch(eng: Engine, code, kp: dict, binds, m: int, n: int, k: int, 
     vec = bt and k % 4 == 0 and kp["BK"] % 4 == 0
     pw = {"PW": ARGFIX_PW} if ARGFIX_PW and n > ARGFIX_PW else {}
     per = WG
+    if ARGFIX_ROW and vec and kp["BK"] == 16:
+        panels = -(-n // ARGFIX_ROW)
+        pipe = eng.pipeline("gemm_argfix_row", **code.params(), WG=ARGFIX_ROW_WG, AV=True,
+                            BV=True, PW=ARGFIX_ROW)
+        gx, gy, _ = eng.grid(m * panels)
+        return eng.dispatch(pipe, binds, (gx, gy, nbat),
+                            pack_params(m, n, k, a_bs, b_bs, panels, m * n, gx))
     if ARGFIX_COOP and vec and kp["BK"] == 16:
         pipe = eng.pipeline("gemm_argfix_coop", **code.params(), WG=WG, AV=True, BV=True, **pw)
         per = WG // 4
