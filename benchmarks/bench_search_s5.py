@@ -7,8 +7,9 @@ ranked by (-score, row), then CUDA events around each public call in --rounds ro
 alone, the scan with and without its merge in a graph) with these one-query variants: the s4c
 default (tma3, 2 blocks a SM) with the planes through the general ``flat`` (CudaBackend._flat2d
 off: the s4d host path) against the same with ``_flat2d`` (the planes taken as they are), and
-the grouped scan (search_group.py, "tmag<G>s<STAGES>": rows in runs a warp, G rows a bulk copy)
-at G = 1 ... 4. Also: the wall time of a public call (perf_counter around the call and a
+the grouped scan (search_group.py, "tmag<G>s<STAGES>[x][t]": G rows a bulk copy, in runs a warp
+or dealt in turn, the last block's merge from the tighter floor; ONE_A: the first run's variants,
+ONE: the second's). Also: the wall time of a public call (perf_counter around the call and a
 synchronize, median of 300), the read floor (benchmarks/probe_read_bw.cu), the float32 baseline,
 and the host parts with and without _flat2d.
 
@@ -48,13 +49,21 @@ def _general(self, v):  # CudaBackend._flat2d off: every plane through asnative 
 
 _OLD = {"sl.SCAN": "tma3", "sl.TMA_BLOCKS": 2, "be._flat2d": _general}
 _NEW = {"sl.SCAN": "tma3", "sl.TMA_BLOCKS": 2}
+#: s5a (the first run): the general flat, tma3, G = 1 ... 4 in runs a warp
+ONE_A = {"tma3 general flat (s4d default)": _OLD,
+         "tma3 flat2d": _NEW,
+         "tmag1s3 2/SM": {**_NEW, "sl.SCAN": "tmag1s3"},
+         "tmag2s2 2/SM": {**_NEW, "sl.SCAN": "tmag2s2"},
+         "tmag2s3 1/SM": {**_NEW, "sl.SCAN": "tmag2s3", "sl.TMA_BLOCKS": 1},
+         "tmag3s2 1/SM": {**_NEW, "sl.SCAN": "tmag3s2", "sl.TMA_BLOCKS": 1},
+         "tmag4s2 1/SM": {**_NEW, "sl.SCAN": "tmag4s2", "sl.TMA_BLOCKS": 1}}
+#: s5b (the second run, the default): the groups dealt in turn ("x") and the tighter merge floor
+#: ("t") against s5a's best (tmag3s2 in runs) and tma3
 ONE = {"tma3 general flat (s4d default)": _OLD,
        "tma3 flat2d": _NEW,
-       "tmag1s3 2/SM": {**_NEW, "sl.SCAN": "tmag1s3"},
-       "tmag2s2 2/SM": {**_NEW, "sl.SCAN": "tmag2s2"},
-       "tmag2s3 1/SM": {**_NEW, "sl.SCAN": "tmag2s3", "sl.TMA_BLOCKS": 1},
-       "tmag3s2 1/SM": {**_NEW, "sl.SCAN": "tmag3s2", "sl.TMA_BLOCKS": 1},
-       "tmag4s2 1/SM": {**_NEW, "sl.SCAN": "tmag4s2", "sl.TMA_BLOCKS": 1}}
+       **{f"{s} 1/SM": {**_NEW, "sl.SCAN": s} for s in (
+           "tmag3s2", "tmag3s2t", "tmag3s2x", "tmag3s2xt", "tmag4s2xt", "tmag5s2xt", "tmag3s3xt")},
+       "tmag2s2xt 2/SM": {**_NEW, "sl.SCAN": "tmag2s2xt"}}
 MANY = {"default": {}}
 s4.MODS["be"] = CudaBackend
 s4.ONE = s4c.ONE = ONE

@@ -1,7 +1,8 @@
 """The CUDA search changes of issue 15's fifth session, against the numpy reference of
-test_search.py: the one-query scan with rows in contiguous runs a warp, G rows a bulk copy
-(search_group.py, ``SCAN = "tmag<G>s<STAGES>"``: runs of every length mod G, fewer rows than
-warps, rows at every 16-byte offset, ties across runs, falling scores between calls), and the
+test_search.py: the one-query scan with G rows a bulk copy (search_group.py,
+``SCAN = "tmag<G>s<STAGES>[x][t]"``: rows in runs a warp or groups dealt in turn, the last
+block's merge from the global floor or the tighter one; runs of every length mod G, fewer rows
+than warps, rows at every 16-byte offset, ties across runs, falling scores between calls), and the
 planes taken as they are where they are C-contiguous 2-d cupy arrays (``CudaBackend._flat2d``):
 a resident memory changed in place, another memory of the same shape, a plane swapped on the
 TernaryVec and non-contiguous planes must each give that call's own results. Runs only where
@@ -20,7 +21,9 @@ from pytropical_gpu.ops._planes import flat
 
 sl, be, run = test_cuda_search.sl, test_cuda_search.be, test_cuda_search.run  # the same fixtures
 
-GROUP_SCANS = ["tmag1s3", "tmag2s2", "tmag2s3", "tmag3s2", "tmag4s2"]
+#: run orders ("x": groups dealt in turn), merges ("t": the tighter floor), G and STAGES
+GROUP_SCANS = ["tmag1s3", "tmag2s2", "tmag2s3", "tmag3s2", "tmag4s2", "tmag3s2t", "tmag2s2x",
+               "tmag3s2xt", "tmag3s3xt", "tmag5s2xt"]
 
 
 @pytest.fixture
@@ -71,7 +74,7 @@ def test_group_scan_run_lengths(be, sl, group, monkeypatch, rng, scan):
             run(be, q, mem, min(rows, 3))
 
 
-@pytest.mark.parametrize("scan", ["tmag2s2", "tmag3s2"])
+@pytest.mark.parametrize("scan", ["tmag2s2", "tmag3s2", "tmag3s2xt", "tmag4s2t"])
 def test_group_floor_reset_between_calls(be, sl, group, monkeypatch, rng, scan):
     """A call with high scores, then one whose best is below the first's floor (a floor left over
     would drop the second's results); fewer rows than blocks too."""
