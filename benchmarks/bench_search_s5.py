@@ -64,6 +64,8 @@ ONE = {"tma3 general flat (s4d default)": _OLD,
        **{f"{s} 1/SM": {**_NEW, "sl.SCAN": s} for s in (
            "tmag3s2", "tmag3s2t", "tmag3s2x", "tmag3s2xt", "tmag4s2xt", "tmag5s2xt", "tmag3s3xt")},
        "tmag2s2xt 2/SM": {**_NEW, "sl.SCAN": "tmag2s2xt"}}
+#: s5c (--defaults): the defaults after s5b (tmag3s2xt) against tma3 with the s4d host path
+ONE_C = {"defaults (tmag3s2xt)": {}, "tma3 general flat (s4d default)": _OLD}
 MANY = {"default": {}}
 s4.MODS["be"] = CudaBackend
 s4.ONE = s4c.ONE = ONE
@@ -90,7 +92,10 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="4,000 x 1,024 trits")
     ap.add_argument("--json")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--defaults", action="store_true", help="ONE_C's variants only")
     args = ap.parse_args(argv)
+    if args.defaults:
+        s4.ONE = s4c.ONE = ONE_C
     import cupy as cp
 
     from pytropical_gpu.ops._planes import flat
@@ -126,7 +131,7 @@ def main(argv=None) -> int:
     cp.cuda.Device().synchronize()
     for r in range(args.rounds):  # rounds of every variant: host drift shows between rounds
         n1, n64 = len(out["one_query"]), len(out["many_queries"])
-        for name, sets in ONE.items():
+        for name, sets in s4.ONE.items():
             s4.section(out, f"one {name} {r}", lambda name=name, sets=sets: s4.one_row(
                 out, cp, be, mc, qb, ref[0], k, name, sets, planes, small, call))
             with s4.switches(sets):

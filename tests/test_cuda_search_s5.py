@@ -74,6 +74,18 @@ def test_group_scan_run_lengths(be, sl, group, monkeypatch, rng, scan):
             run(be, q, mem, min(rows, 3))
 
 
+@pytest.mark.parametrize("k", [10, 40])
+def test_group_scan_large_dim_takes_tma3(be, sl, group, monkeypatch, rng, k):
+    """Where the grouped scan's buffers do not fit in shared memory (22,400 trits: 700 words, 3
+    rows a copy) and for k > 32 (unfused scores), the one-query call takes tma3, as before."""
+    monkeypatch.setattr(sl, "SCAN", "tmag3s2xt")
+    q, mem = trits(rng, (1, 22_400)), trits(rng, (3001, 22_400))
+    mem[2999] = mem[5]  # a tie across blocks
+    run(be, q, mem, k)
+    if _sm90(be) and k <= 32:
+        assert group.made and not any(group.made)
+
+
 @pytest.mark.parametrize("scan", ["tmag2s2", "tmag3s2", "tmag3s2xt", "tmag4s2t"])
 def test_group_floor_reset_between_calls(be, sl, group, monkeypatch, rng, scan):
     """A call with high scores, then one whose best is below the first's floor (a floor left over

@@ -141,7 +141,9 @@ def scan_tma(be, sl, w: int, kb: int):
     9.0+ and the buffers fit, else None. Blocks: sl.TMA_BLOCKS a SM, or as many as shared memory
     holds (at most 4)."""
     scan = sl.SCAN
-    if not (isinstance(scan, str) and scan.startswith("tma")) or scan.startswith("tmag") or int(
+    if isinstance(scan, str) and scan.startswith("tmag"):  # the grouped scan's unfused scores, and
+        scan = "tma3"  # its fallback where its buffers do not fit (large dims)
+    if not (isinstance(scan, str) and scan.startswith("tma")) or int(
             be._cp.cuda.Device().compute_capability) < 90:
         return None
     vq = scan.endswith("v")
