@@ -70,6 +70,11 @@ class Backend(Operations):
         """The caller's array as this backend's native kind (numpy here)."""
         return _arrays.to_numpy(x, name)
 
+    def _flat2d(self, v: Any) -> tuple[Any, Any] | None:
+        """``v``'s planes as they are where nothing needs converting (see ``ops._planes.flat``);
+        None here: the general path."""
+        return None
+
     def _contig(self, x: Any) -> Any:
         """C-contiguous native array; a resident WgpuArray (always contiguous) passes untouched."""
         if _arrays.is_wgpu(x):

@@ -16,7 +16,11 @@ def rows(shape: tuple) -> int:
 def flat(be: Any, v: TernaryVec) -> tuple[Any, Any]:
     """``v``'s planes as (rows, words) native arrays (not -1: dim 0 has 0 words). A 2-d plane is
     that shape already (its last axis is the words) and is not reshaped: a search's memory is 2-d
-    on every call, and a reshape is a new view object each time (a few µs on CuPy)."""
+    on every call, and a reshape is a new view object each time (a few µs on CuPy). A backend's
+    ``_flat2d`` returns planes needing no conversion as they are (cuda: C-contiguous 2-d cupy)."""
+    fast = be._flat2d(v)
+    if fast is not None:
+        return fast
     p, n = be.asnative(v.pos), be.asnative(v.neg)
     if p.ndim != 2 or n.ndim != 2:
         shape = (rows(v.batch_shape), v.words)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import kernels, search_pdl, search_raw
+from . import kernels, search_group, search_pdl, search_raw
 
 #: candidate buffers up to this many bytes are kept between calls (larger: allocated per call).
 CAND_KEEP = 1 << 24
@@ -71,7 +71,8 @@ def search(be, sl, qp, qn, mp, mn, k: int, kb: int):
     cp = be._cp
     q, w = qp.shape
     m = mp.shape[0]
-    aligned = mp.data.ptr % 16 == 0 and mn.data.ptr % 16 == 0
+    pm, pn = mp.data.ptr, mn.data.ptr
+    aligned = pm % 16 == 0 and pn % 16 == 0
     dev = cp.cuda.runtime.getDevice()
     key = (dev, q, w, m, kb, aligned, sl.ENGINE, sl.VARIANT, sl.SCAN, sl.MMA_FROM_Q,
            sl.SMEM_BUDGET, sl.SCORES_BUDGET, sl.DOUBLE_BUFFER, sl.FUSED_NT, sl.NARROW, sl.LAST_MERGE,
@@ -91,19 +92,16 @@ def search(be, sl, qp, qn, mp, mn, k: int, kb: int):
         cand = cp.empty(nbytes // 8, np.int64)
         if nbytes <= CAND_KEEP:
             _cand[skey] = cand
-    kk = np.int32(k)
     if merge is None:  # the one-query scan merges in its last block
         cnt = _counters.get(skey)
         if cnt is None:  # the block counter, a count, the uint64 floor (FLOOR_MERGE)
             cnt = _counters[skey] = cp.zeros(4, np.uint32)
-        if search_pdl.PDL_MERGE and search_pdl.launch(be, sl, plan, kb, skey[1], (
-                mp.data.ptr, mn.data.ptr, qp.data.ptr, qn.data.ptr, cand.data.ptr, k,
-                out.data.ptr, cnt.data.ptr, q * k)):
+        v = (pm, pn, qp.data.ptr, qn.data.ptr, cand.data.ptr, k, out.data.ptr, cnt.data.ptr, q * k)
+        if search_pdl.PDL_MERGE and search_pdl.launch(be, sl, plan, kb, skey[1], v):
             return _after(cp, okey, out)
-        if RAW_LAUNCH and _raw(cp, plan, fn, grid[0], smem, skey[1], (
-                mp.data.ptr, mn.data.ptr, qp.data.ptr, qn.data.ptr, cand.data.ptr, k,
-                out.data.ptr, cnt.data.ptr, q * k)):
+        if RAW_LAUNCH and _raw(cp, plan, fn, grid[0], smem, skey[1], v):
             return _after(cp, okey, out)
+        kk = np.int32(k)
         if PTR_ARGS:  # the results' addresses as integers: their views made after the launch
             p = out.data.ptr
             fn((grid[0], 1), block, (mp, mn, qp, qn, _NULL, *pre, *post, cand, kk, np.uint64(p),
@@ -112,7 +110,7 @@ def search(be, sl, qp, qn, mp, mn, k: int, kb: int):
         fn((grid[0], 1), block, (mp, mn, qp, qn, _NULL, *pre, *post, cand, kk, out[0], out[1],
                                  cnt), shared_mem=smem)
         return _after(cp, okey, out)
-    idx, val = out[0], out[1]
+    idx, val, kk = out[0], out[1], np.int32(k)
     if group >= q:
         fn((grid[0], _cdiv(q, grid[1])), block,
            (mp, mn, qp, qn, _NULL, *pre, *with_q, *post, cand, kk, *last), shared_mem=smem)
@@ -143,6 +141,8 @@ def scan_tma(be, sl, w: int, kb: int):
     9.0+ and the buffers fit, else None. Blocks: sl.TMA_BLOCKS a SM, or as many as shared memory
     holds (at most 4)."""
     scan = sl.SCAN
+    if isinstance(scan, str) and scan.startswith("tmag"):  # the grouped scan's unfused scores, and
+        scan = "tma3"  # its fallback where its buffers do not fit (large dims)
     if not (isinstance(scan, str) and scan.startswith("tma")) or int(
             be._cp.cuda.Device().compute_capability) < 90:
         return None
@@ -190,8 +190,12 @@ def _plan(be, sl, q: int, w: int, m: int, kb: int, aligned: bool):
     sms = be._sm_count()
     merge = kernels.function(sl.TOPK, f"merge{kb}")
     if q == 1 and aligned and (sl.ENGINE == "scan" or (sl.ENGINE == "auto" and q < sl.MMA_FROM_Q)):
-        span, tma = _cdiv(w, 4) + 1, scan_tma(be, sl, w, kb)
-        if tma is not None:
+        span, grp = _cdiv(w, 4) + 1, search_group.scan(be, sl, w, kb)
+        tma = None if grp else scan_tma(be, sl, w, kb)
+        if grp is not None:  # rows in runs a warp, G rows a copy (search_group.py)
+            fn, smem, gx, span = grp
+            gx = max(1, min(_cdiv(m, 8), gx))
+        elif tma is not None:
             fn, smem, gx = tma
             gx = max(1, min(_cdiv(m, 8), gx))
         else:

@@ -5,7 +5,7 @@ scores never leave it.
 From :data:`MMA_FROM_Q` queries on, the scores come from ``search_mma``: 1-bit tensor cores
 (``mma.sync`` b1 AND + popcount, three products per 256 trits), the memory read once per block of
 ``8 NT`` queries at 0.25 byte a trit (``search_mma_cp``, which stages the rows through shared
-memory, measured slower and stays for the benchmarks). One query: ``search_scan_tma`` (rows by
+memory, measured slower and stays for the benchmarks). One query: ``search_scan_tmag``/``_tma`` (rows by
 sm_90 bulk copies) or ``search_scan_cp`` (by ``cp.async``; planes 16-byte aligned), else ``search_scan``
 (16-byte reads) or ``search_popc`` (4-byte reads, any alignment). The top-k is two passes
 (``topk_scores`` per block of rows, ``topk_merge`` per query) for k <= 64; for k <= 32 the first
@@ -119,12 +119,12 @@ ENGINE = "auto"
 MMA_FROM_Q = 2
 #: a value of MMA_VARIANTS forcing the tensor-core kernel (benchmarks), or None for MMA_PICK.
 VARIANT = None
-#: the one-query kernel: a value of SCAN_U (search_scan, vectors in flight a lane), "cp3"/"cp5"
-#: (search_scan_cp, its STAGES; rows whose buffers do not fit in shared memory take search_scan)
-#: or "tma<N>[v]" (search_scan_tma at N = SCAN_TMA_STAGES; cp3 below compute 9.0). H200, s4: tma3
-#: at 2 blocks a SM, 0.144 ms scan + merge against 0.148 for cp3 (tma3v 0.142; 1 block a SM with
-#: 6-8 stages 0.160-0.175: 8 warps a SM cannot keep up with the rows' arithmetic).
-SCAN = "tma3"
+#: the one-query kernel: a value of SCAN_U (search_scan), "cp3"/"cp5" (search_scan_cp; buffers too
+#: large: search_scan), "tma<N>[v]" (search_scan_tma, N in SCAN_TMA_STAGES) or "tmag<G>s<N>[x][t]"
+#: (search_group.py: G rows a bulk copy); cp3 below compute 9.0. H200, s5: tmag3s2xt (1 block a
+#: SM) scan + merge 0.133 ms against tma3's 0.145 (s4: tma3 0.144, cp3 0.148; tma6-8 at 1 a SM
+#: 0.160-0.175), public call 0.146 against 0.160 (search_cuda_notes.md, session 5).
+SCAN = "tmag3s2xt"
 #: blocks a SM of search_scan_tma (None: as many as shared memory holds, at most 4; H200, s4:
 #: 2 beat 3 by 4-6 us at 3 stages).
 TMA_BLOCKS: int | None = 2

@@ -1,0 +1,171 @@
+// One-query item-memory search (issue 15, session 5): search_scan_tma (cuda/vsa_search_tma.cu,
+// put before this file with its bulk-copy helpers) with each warp scanning a contiguous run of rows,
+// G rows at a time: one bulk copy a plane brings G adjacent rows (G x W words, one piece of
+// ~G x 1.25 KB at 10,000 trits instead of G pieces), one mbarrier wait serves G rows, the query's
+// words are read once for the G rows, and the G rows' 5-step shuffle reductions run interleaved
+// (G independent chains): the fixed per-row chain (wait, reduction, key) that bounds
+// search_scan_tma at 16 warps a SM is paid once per G rows. The lists, the floor (FL) and the
+// last-block merge are search_scan_tma's (K > 0 only).
+
+namespace ptg {
+
+// From cuda/vsa_topk.cu (appended to this module): the warp lists' feed and helpers.
+__device__ __forceinline__ i64 warp_kth(i64 x, int lane, int k1);
+__device__ __forceinline__ void wl_feed_f(i64& mine, i64& thr, i64 key, bool ok, int lane, int k1,
+                                          i64 floor);
+__device__ __forceinline__ i64 wl_floor(i64 x);
+__device__ __forceinline__ void put_key(long long* idx, long long* val, int i, i64 key);
+
+// merge_keys_f (the last block's merge of n lists of K keys, the first k of each exact, from the
+// global floor at counter + 2) with a tighter floor before any key goes in: the k-th largest of a
+// warp's 32 lanes' maxima over the first round of loads has k keys >= it (one a lane), so the
+// best of the 8 warps' such keys floors every warp's feed. With the global floor alone (the best
+// block's k-th key) a few hundred of the keys pass it and a warp inserts ~30-40 of them one at a
+// time (~4 dependent shuffles each); with this one, a few. Puts the global floor back to 0.
+template <int K>
+__device__ __forceinline__ void merge_keys_t(const i64* cand, int n, long long* idx,
+                                             long long* val, int k, unsigned* counter) {
+  constexpr int U = 12;  // loads a thread a round
+  __shared__ i64 best[K];
+  __shared__ i64 wf[8];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nk = n * k;
+  unsigned long long* gf = reinterpret_cast<unsigned long long*>(counter + 2);
+  const i64 g = (i64)(__ldcg(gf) ^ 0x8000000000000000ULL);
+  i64 v[U], mx = PTG_EMPTY;
+#pragma unroll
+  for (int u = 0; u < U; ++u) {  // the first round, in every warp (the barrier below)
+    const int i = threadIdx.x + 256 * u, l = i / k;
+    v[u] = i < nk ? __ldcg(cand + l * K + (i - l * k)) : PTG_EMPTY;
+    mx = max(mx, v[u]);
+  }
+  const i64 wk = warp_kth(mx, lane, k - 1);
+  if (lane == 0) wf[warp] = wk;
+  __syncthreads();
+  i64 f = wl_floor(g);
+#pragma unroll
+  for (int w = 0; w < 8; ++w) f = max(f, wl_floor(wf[w]));
+  i64 mine = PTG_EMPTY, thr = f;
+#pragma unroll
+  for (int u = 0; u < U; ++u) wl_feed_f(mine, thr, v[u], threadIdx.x + 256 * u < nk, lane, k - 1, f);
+  for (int b = 256 * U + threadIdx.x - lane; b < nk; b += 256 * U) {  // past 3,072 keys
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int i = b + 256 * u + lane, l = i / k;
+      v[u] = i < nk ? __ldcg(cand + l * K + (i - l * k)) : PTG_EMPTY;
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) wl_feed_f(mine, thr, v[u], b + 256 * u + lane < nk, lane, k - 1, f);
+  }
+  wl_block<K>(mine, best, k);
+  __syncthreads();
+  if (threadIdx.x < k) put_key(idx, val, threadIdx.x, best[threadIdx.x]);
+  if (threadIdx.x == 0) *gf = 0ull;
+}
+
+// TF: the last block merges with merge_keys_t (the tighter floor), else merge_keys_f.
+// XS: the memory's groups of G rows dealt to the warps in turn (warp w: groups w, w + warps, ...;
+// the GPU's reads at any time then lie in one narrow window of each plane, as in the read probe)
+// instead of a contiguous run of rows a warp (~2,000 windows a plane, spread over the memory).
+template <int STAGES, int G, int K, bool TF = false, bool XS = false>
+__global__ void __launch_bounds__(256)
+search_scan_tmag(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN,
+                 const unsigned* __restrict__ QP, const unsigned* __restrict__ QN,
+                 int* __restrict__ S, i64 M, i64 W, int span, i64* __restrict__ C, int k,
+                 long long* __restrict__ idx, long long* __restrict__ val,
+                 unsigned* __restrict__ counter) {
+  static_assert(K > 0 && K <= 32 && STAGES >= 2 && G >= 1, "lists of 1..32; two stages at least");
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  extern __shared__ uint4 smem[];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, w32 = (int)W;
+  unsigned long long* bar = reinterpret_cast<unsigned long long*>(smem) + warp * STAGES;
+  unsigned* qsm = reinterpret_cast<unsigned*>(smem + 4 * STAGES);  // after 8 x STAGES barriers
+  for (int i = threadIdx.x; i < w32; i += 256) { qsm[i] = QP[i]; qsm[w32 + i] = QN[i]; }
+  if (lane == 0) {
+#pragma unroll
+    for (int s = 0; s < STAGES; ++s) bar_init(bar + s);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  uint4* buf = smem + 4 * STAGES + (2 * W + 3) / 4 + warp * (STAGES * 2 * span);
+  const uint4 *P4 = reinterpret_cast<const uint4*>(MP), *N4 = reinterpret_cast<const uint4*>(MN);
+  const i64 nw = (i64)gridDim.x * 8, gw = (i64)blockIdx.x * 8 + warp, per = (M + nw - 1) / nw;
+  const i64 groups = (M + G - 1) / G;  // XS: the memory's groups of G rows
+  const i64 lo = XS ? 0 : min(M, gw * per), hi = XS ? M : min(M, lo + per);
+  const int ng = XS ? (gw < groups ? (int)((groups - 1 - gw) / nw + 1) : 0)
+                    : (int)((hi - lo + G - 1) / G);  // this warp's groups of G rows
+  auto first_row = [&](int i) -> i64 { return XS ? (gw + (i64)i * nw) * G : lo + (i64)i * G; };
+  auto issue = [&](int i) {
+    if (lane == 0 && i < ng) {
+      const i64 r0 = first_row(i), r1 = min(hi, r0 + G);
+      const i64 u0 = (r0 * W) >> 2, u1 = (r1 * W + 3) >> 2;
+      const unsigned bytes = (unsigned)(u1 - u0) * 16u;
+      uint4* b = buf + (i % STAGES) * 2 * span;
+      // the warp's reads of this stage (generic proxy) come before the copy engine's writes
+      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+      bar_expect(bar + i % STAGES, 2 * bytes);
+      bulk_copy(b, P4 + u0, bytes, bar + i % STAGES);
+      bulk_copy(b + span, N4 + u0, bytes, bar + i % STAGES);
+    }
+  };
+  i64 mine = PTG_EMPTY, thr = PTG_EMPTY;
+#pragma unroll
+  for (int i = 0; i < STAGES - 1; ++i) issue(i);
+  for (int i = 0; i < ng; ++i) {
+    issue(i + STAGES - 1);
+    bar_wait(bar + i % STAGES, (unsigned)(i / STAGES) & 1u);
+    const i64 r0 = first_row(i);
+    const int nr = (int)min((i64)G, hi - r0);  // warp-uniform
+    const unsigned* bp = reinterpret_cast<const unsigned*>(buf + (i % STAGES) * 2 * span) + ((r0 * W) & 3);
+    const unsigned* bn = bp + 4 * span;
+    int s[G];
+#pragma unroll
+    for (int g = 0; g < G; ++g) s[g] = 0;
+    if (nr == G) {
+      for (int w = lane; w < w32; w += 32) {
+        const unsigned qp = qsm[w], qn = qsm[w32 + w];
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+          const unsigned ap = bp[g * w32 + w], an = bn[g * w32 + w];
+          s[g] += __popc((ap & qp) | (an & qn)) - __popc((ap & qn) | (an & qp));
+        }
+      }
+    } else {  // the run's last group: fewer rows
+      for (int w = lane; w < w32; w += 32) {
+        const unsigned qp = qsm[w], qn = qsm[w32 + w];
+#pragma unroll
+        for (int g = 0; g < G; ++g)
+          if (g < nr) {
+            const unsigned ap = bp[g * w32 + w], an = bn[g * w32 + w];
+            s[g] += __popc((ap & qp) | (an & qn)) - __popc((ap & qn) | (an & qp));
+          }
+      }
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1)
+#pragma unroll
+      for (int g = 0; g < G; ++g) s[g] += __shfl_xor_sync(0xffffffffu, s[g], off);
+#pragma unroll
+    for (int g = 0; g < G; ++g)
+      if (g < nr) {
+        const i64 key = key_of(s[g], r0 + g);  // warp-uniform
+        if (key > thr) {
+          wl_insert(mine, key, lane);
+          thr = __shfl_sync(0xffffffffu, mine, k - 1);
+        }
+      }
+    __syncwarp();  // every lane has read the stage before lane 0 refills it
+  }
+  const i64 best = wl_block<K>(mine, C + (i64)blockIdx.x * K, k);
+  if (counter && threadIdx.x == k - 1)  // lane k - 1 of warp 0: the block's k-th key
+    atomicMax(reinterpret_cast<unsigned long long*>(counter + 2),
+              (unsigned long long)best ^ 0x8000000000000000ULL);
+  if (counter && last_of(counter, gridDim.x)) {
+    if constexpr (TF) merge_keys_t<K>(C, gridDim.x, idx, val, k, counter);
+    else merge_keys_f<K>(C, gridDim.x, idx, val, k, counter);
+  }
+#else
+  __trap();  // no bulk copies below sm_90 (never launched there)
+#endif
+}
+
+}  // namespace ptg
