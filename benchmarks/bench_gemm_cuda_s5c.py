@@ -10,6 +10,8 @@
 (2) min_plus f32 2048³: the default ``big3`` against a tail split (rows 0..1535 in one wave of 384
     tiles, rows 1536..2047 as 128 tiles x 3 k parts + ``sr_combine``), on one stream and on two
     streams joined per call; and 2048 x k x 2048 for k = 512 / 8192 (the fixed cost of a call).
+(3) int32 max_plus (the zero in every slab, clean |x| < 2^30, and the DPX kernel) on the big tile
+    against 64x128x8 at 3 blocks/SM (no spill).
 Checks first, bit for bit against tests/reference.py (odd shapes, split k, ``c``, -0.0, +-0.0 x inf
 NaN products, the other infinity, subnormals, ties; the guarded kernels also with the zero); a
 failed variant is not timed. Timings: CUDA events, median, beside a device copy and cuBLAS SGEMM.
