@@ -179,13 +179,17 @@ template <typename T, bool MAX> struct TropPlus : Base<T, TropPlus<T, MAX> > {
 };
 template <typename T> using MinPlus = TropPlus<T, false>;
 template <typename T> using MaxPlus = TropPlus<T, true>;
-// min_times / max_times: a slab without the zero runs the plain product (fma_fast)
-template <typename T, bool MAX> struct TropTimes : Base<T, TropTimes<T, MAX> > {
+// min_times / max_times: a slab without the zero runs the plain product (fma_fast).
+// NZ: the host knows that neither operand holds the zero (its facts), so every term is the plain
+// product and no slab needs the per-slab test (fast_ok + __syncthreads_and): the k-loop is
+// min_plus's with FMUL for FADD. Exact only under that precondition (the padding's zero terms
+// stay the zero: zero * one = zero for both infinities).
+template <typename T, bool MAX, bool NZ = false> struct TropTimes : Base<T, TropTimes<T, MAX, NZ> > {
   __device__ __forceinline__ static T zero() { return MAX ? Lim<T>::lo() : Lim<T>::hi(); }
   __device__ __forceinline__ static T one() { return (T)1; }
   __device__ __forceinline__ static T add(T x, T y) { return MAX ? vmax(x, y) : vmin(x, y); }
-  __device__ __forceinline__ static T mul(T a, T b) { return gtimes(a, b, zero()); }
-  static constexpr bool kSplit = true;
+  __device__ __forceinline__ static T mul(T a, T b) { return NZ ? plain_mul(a, b) : gtimes(a, b, zero()); }
+  static constexpr bool kSplit = !NZ;
   __device__ __forceinline__ static bool fast_ok(T x) { return x != zero(); }
   __device__ __forceinline__ static T fma_fast(T acc, T a, T b) { return add(acc, plain_mul(a, b)); }
   __device__ __forceinline__ static bool better(T v, T acc) { return MAX ? v > acc : v < acc; }
@@ -195,6 +199,8 @@ template <typename T, bool MAX> struct TropTimes : Base<T, TropTimes<T, MAX> > {
 };
 template <typename T> using MinTimes = TropTimes<T, false>;
 template <typename T> using MaxTimes = TropTimes<T, true>;
+template <typename T> using MinTimesNZ = TropTimes<T, false, true>;
+template <typename T> using MaxTimesNZ = TropTimes<T, true, true>;
 // min/max (both ⊕ and ⊗ on the ALU pipe's half-rate FMNMX/IMNMX): on int32, two terms fold with
 // Hopper's 3-input __vimin3_s32 / __vimax3_s32 (emulated before sm_90): 3 instructions for 2 terms.
 template <typename T> struct MinMax : Base<T, MinMax<T> > {

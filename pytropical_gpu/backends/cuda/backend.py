@@ -115,9 +115,22 @@ class CudaBackend(Backend):
         spec = kernels.gemm_spec(sr, dt)
         p = gemm_launch.plan(m, n, k, batch, dt.itemsize, argmax, sr.builtin, self._sm_count(),
                              spec.names, self.big_tile)
-        dpx = (p.kind == "tile" and "dpx_" + p.role in spec.names
-               and self._dpx_ok(spec, sr, dt, a, b, facts))
-        return gemm_launch.run(self, spec, a, b, c, argmax, p, dpx)
+        q = gemm_launch.variant_plan(p, spec.names, "dpx_")
+        if q is not None and self._dpx_ok(spec, sr, dt, a, b, facts):
+            return gemm_launch.run(self, spec, a, b, c, argmax, q, True)
+        q = gemm_launch.variant_plan(p, spec.names, "nz_")
+        if q is not None and self._nz_ok(sr, dt, facts):
+            return gemm_launch.run(self, spec, a, b, c, argmax, q, False, nz=True)
+        return gemm_launch.run(self, spec, a, b, c, argmax, p, False)
+
+    @staticmethod
+    def _nz_ok(sr, dt, facts) -> bool:
+        """True when the facts already learned (the NaN check's range pass) say that neither operand
+        holds the zero, so min_times / max_times need no per-slab zero test (the NZ kernels); never
+        a pass of its own (facts not yet known, as in a batch: the guarded kernels, also exact)."""
+        known = [facts.get(n) for n in ("a", "b")] if facts else []
+        zero = sr.zero_for(dt)
+        return len(known) == 2 and all(f is not None and f.computed and not f.contains(zero) for f in known)
 
     def _dpx_ok(self, spec, sr, dt, a, b, facts) -> bool:
         """True when every operand other than the zero has |x| < 2^28 (the DPX path is exact).

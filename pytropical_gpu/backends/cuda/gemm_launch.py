@@ -78,9 +78,19 @@ def plan(m: int, n: int, k: int, batch: int, itemsize: int, argmax: bool, builti
     return Plan("tile", role, ceil_div(k, kc), kc)
 
 
-def run(be, spec, a, b, c, argmax: bool, p: Plan, dpx: bool):
+def variant_plan(p: Plan, names, prefix: str) -> Plan | None:
+    """``p`` on the tiles of a variant ("dpx_": int32 plus through DPX; "nz_": min_times /
+    max_times without the per-slab zero test, exact when neither operand holds the zero), or None
+    where the variant has no such tile. "big" runs as the variant's "big3" where compiled (64x128x8
+    at 3 blocks/SM, measured faster on the H200: NZ 25.4 TOPS against the guarded "big" 23.2, DPX
+    29.6 against 28.4; gemm_cuda_notes.md, session 5)."""
+    role = "big3" if p.role == "big" and prefix + "big3" in names else p.role
+    return Plan(p.kind, role, p.ks, p.kc) if p.kind == "tile" and prefix + role in names else None
+
+
+def run(be, spec, a, b, c, argmax: bool, p: Plan, dpx: bool, nz: bool = False):
     """Launch plan ``p`` for (B, m, k) a, (B, k, n) b (batch 1 broadcasts) and c (or None);
-    returns (d, idx or None). ``dpx``: use the DPX instantiation of a tile role."""
+    returns (d, idx or None). ``dpx`` / ``nz``: use the DPX / NZ instantiation of a tile role."""
     cp = be._cp
     dt = a.dtype
     batch = max(a.shape[0], b.shape[0], 1 if c is None else c.shape[0])
@@ -88,7 +98,7 @@ def run(be, spec, a, b, c, argmax: bool, p: Plan, dpx: bool):
     n = b.shape[2]
     d = cp.empty((batch, m, n), dt)
     idx = cp.empty((batch, m, n), np.int32) if argmax else None
-    fn = kernels.function(spec, ("dpx_" if dpx else "") + p.role)
+    fn = kernels.function(spec, ("dpx_" if dpx else "nz_" if nz else "") + p.role)
     sfx = "_arg" if argmax else ""
     per_launch = _MAX_GRID_YZ // p.ks
     for z0 in range(0, batch, per_launch):
@@ -139,4 +149,4 @@ def run(be, spec, a, b, c, argmax: bool, p: Plan, dpx: bool):
     return d, idx
 
 
-__all__ = ["Plan", "plan", "run", "WIDE_N", "SPLIT_MIN_K"]
+__all__ = ["Plan", "plan", "variant_plan", "run", "WIDE_N", "SPLIT_MIN_K"]

@@ -152,10 +152,14 @@ def gemm_spec(sr: Semiring, dtype: np.dtype) -> ModuleSpec:
                if dtype == np.float32 and sr.name in ("max_min", "min_max") else "")
         names = _gemm_names(functor, dtype.itemsize, sr.selective, variants=tuned, tile_functor=key,
                             big3=dtype.name in BIG3.get(sr.name, ()))
+        if dtype == np.float32 and sr.mul_op == "times" and sr.add_op in ("min", "max"):
+            nz = f"ptg::{sr.add_op.capitalize()}TimesNZ<float>"  # neither operand holds the zero
+            names.update({"nz_" + t: _gemm_expr(nz, t, t.endswith("_arg"))
+                          for t in ("big3", "small", "small_arg")})
         if dtype == np.int32 and tuned:
             dpx = "ptg::MaxPlusDpx" if sr.name == "max_plus" else "ptg::MinPlusDpx"
-            names.update({k: v for k, v in _gemm_names(dpx, 4, False, "dpx_", variants=True,
-                                                         small_k=False).items() if "combine" not in k})
+            names.update({k: v for k, v in _gemm_names(dpx, 4, False, "dpx_", variants=True, small_k=False,
+                                                         big3=True).items() if "combine" not in k})
             names["range_check"] = "ptg::dpx_range_check"
         return ModuleSpec(f"gemm:{sr.name}:{dtype.name}", "semiring_gemm.cu", names)
     if not (sr.cuda_add and sr.cuda_mul):
@@ -181,8 +185,8 @@ struct {struct} : Base<{ct}, {struct}> {{
 
 
 def tile_of(role: str) -> tuple[int, ...]:
-    """(BM, BN, BK, TM, TN, MINB) of a GEMM role such as "big", "dpx_big_k16", "small_arg"."""
-    return _tile(role.removeprefix("dpx_"))
+    """(BM, BN, BK, TM, TN, MINB) of a GEMM role such as "big", "dpx_big_k16", "nz_small_arg"."""
+    return _tile(role.removeprefix("dpx_").removeprefix("nz_"))
 
 
 BOOLEAN = ModuleSpec("boolean", "boolean.cu", {
