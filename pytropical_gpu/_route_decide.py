@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ._route_exact import exact
+from ._route_exact import exact, surely_exact
 from ._route_lean import SIZE as _LEAN_SIZE
 from ._route_lean import cpu_cuts
 from ._route_measure import _dtype_name, _is_int, _lives, _measure, _plain
@@ -44,8 +44,9 @@ class Decide:
         """The backend that runs ``op`` on ``operands`` (as the verb received them).
 
         "auto" with plain host operands is decided from their size (:mod:`._route_lean`): one
-        comparison on the cpu side, else a bisection (a matmul only when the GPU has its dtype and
-        no data-dependent check); every other call by :meth:`_backend_for`."""
+        comparison on the cpu side, else a bisection (a matmul only when the GPU runs its dtype
+        exactly whatever the data: :func:`._route_exact.surely_exact`); every other call by
+        :meth:`_backend_for`."""
         return self._be(op, operands, backend, semiring)
 
     def _be(self, op: str, operands: tuple, backend: str | None, semiring: Any = None) -> Backend:
@@ -63,9 +64,7 @@ class Decide:
                     if table is not None:
                         starts, names = table[key]
                         be = get_backend(names[bisect_right(starts, size) - 1])
-                        if op != "matmul" or be is cpu or (
-                                not hasattr(be, "inexact_reason") and
-                                _dtype_name(operands[0]) in be.gemm_dtypes):
+                        if op != "matmul" or be is cpu or surely_exact(be, _dtype_name(operands[0])):
                             return be
         return self._backend_for(op, operands, backend, semiring)
 

@@ -2,8 +2,10 @@
 and cannot get this call wrong (:func:`exact`); otherwise cuda when usable and able, else cpu.
 
 A GPU's ``inexact_reason`` (wgpu: subnormals on an adapter that flushes them) reads the operands'
-data, so :func:`exact` is on the full routing path (:mod:`._route_decide`); the lean path sends a
-matmul to a GPU only when this module's rules cannot move it elsewhere.
+data, so :func:`exact` is on the full routing path (:mod:`._route_decide`). The lean path sends a
+matmul to a GPU only when :func:`surely_exact` says :func:`exact` would keep it there whatever the
+data: the GPU has the dtype and either no ``inexact_reason`` or that dtype in its ``exact_dtypes``
+(wgpu: every dtype on an adapter that keeps subnormals, the non-float ones on one that flushes).
 """
 
 from __future__ import annotations
@@ -36,4 +38,14 @@ def exact(be: Backend, semiring: Any, operands: dict[str, Any]) -> Backend:
     return get_backend(target)
 
 
-__all__ = ["exact"]
+def surely_exact(be: Backend, dtype: str) -> bool:
+    """Whether :func:`exact` keeps every ``dtype`` matmul on GPU ``be``, whatever the operands' data
+    and semiring: ``be`` has the dtype, and has no ``inexact_reason`` or lists the dtype in its
+    ``exact_dtypes`` (the dtypes its ``inexact_reason`` answers None for without reading data,
+    asked on every call: a wgpu adapter's flag can be set after the route table was built)."""
+    if not hasattr(be, "inexact_reason"):
+        return dtype in be.gemm_dtypes
+    return dtype in getattr(be, "exact_dtypes", ())
+
+
+__all__ = ["exact", "surely_exact"]
