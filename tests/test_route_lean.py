@@ -102,8 +102,9 @@ def test_small_host_calls_take_the_lean_path(monkeypatch):
 
 def test_a_gpu_matmul_is_lean_only_when_the_gpu_surely_takes_it(monkeypatch):
     """A matmul on the GPU side: lean when the GPU has the dtype and no data-dependent check;
-    a dtype it lacks, or a backend with ``inexact_reason`` (wgpu: subnormals on a flushing
-    adapter), goes through the full path and its ``_exact`` (here: to cpu)."""
+    a dtype it lacks, or a backend with ``inexact_reason`` and no ``exact_dtypes`` naming the
+    dtype (wgpu: floats on a flushing adapter, tests/test_route_exact.py), goes through the full
+    path and its ``_exact`` (here: to cpu)."""
     ctx = _ctx(monkeypatch, {"matmul": 0, "matmul_int": 0})
     f32, f64 = np.ones((4, 4), np.float32), np.ones((4, 4))
     assert ctx._be("matmul", (f32, f32, None), None).name == "cuda"  # builds the lean state
