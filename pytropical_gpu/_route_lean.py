@@ -8,8 +8,9 @@ cpu, and for those one comparison decides: per route key, the size below which t
 decisions at once). :func:`lean_size` reads a call's route key and size off its operands only when
 they are exactly the plain kinds (numpy arrays, TernaryVec / SoftTernaryVec of numpy planes); any
 other call (resident data, lists, torch, wrong types, odd shapes) returns None and takes the full
-path (:meth:`pytropical_gpu.routing.Router._backend_for`), which decides the same way. Nothing here
-validates: the operation does that, as on the full path, so bad input raises the same errors.
+path (:meth:`pytropical_gpu._route_decide.Decide._backend_for`), which decides the same way.
+Nothing here validates: the operation does that, as on the full path, so bad input raises the same
+errors.
 """
 
 from __future__ import annotations

@@ -5,38 +5,29 @@ The rules, in order: an explicit ``backend=`` wins; a module-level call then hon
 uses it; "auto" runs where resident operands live (cupy arrays on cuda, WgpuArrays on wgpu), else on
 the CPU below the operation's size threshold and on the best GPU above it (cuda if usable, else a
 *hardware* wgpu adapter, never a software one). A matmul "auto" sent to a GPU gets a last word
-(:meth:`Router._exact`): a dtype that GPU lacks goes to cpu, a call it could get wrong (subnormals on
-a flushing adapter) to cuda if usable, else cpu. The dask layer asks :func:`for_chunk` per block.
+(:func:`._route_exact.exact`): a dtype that GPU lacks goes to cpu, a call it could get wrong
+(subnormals on a flushing adapter) to cuda if usable, else cpu. The dask layer asks
+:func:`for_chunk` per block. This module holds the rules and a Router's state; how one call is
+decided is :mod:`._route_decide` (its lean and full paths).
 """
 
 from __future__ import annotations
 
-import logging
 import os
-from bisect import bisect_right
 from typing import Any
-
-import numpy as np
 
 from . import _arrays
 from . import route_table as rt
 from ._checks import int_arg
-from ._route_lean import SIZE as _LEAN_SIZE
-from ._route_lean import cpu_cuts
-from ._route_measure import _dtype_name, _is_int, _lives, _measure, _plain
-from .backends import BACKENDS, Backend, get_backend, probe
+from ._route_decide import OP_ALIASES, Decide
+from .backends import BACKENDS, get_backend, probe
 from .thresholds import DEFAULTS, load_thresholds
-
-log = logging.getLogger("pytropical_gpu")
 
 #: the environment variable that pins module-level calls to one backend
 ENV = "PYTROPICAL_BACKEND"
 #: Default crossovers (work items: m*n*k for GEMM, words for VSA): the one table, kept with the
 #: calibration that replaces it (integer matmuls route by ``matmul_int``).
 DEFAULT_THRESHOLDS: dict[str, int] = DEFAULTS
-#: other names ``route`` accepts for an operation (the public verbs that share a threshold)
-OP_ALIASES: dict[str, str] = {"unbind": "bind", "dot_similarity": "dot", "cosine_similarity": "cosine",
-                              "multiset": "bundle", "pack_rows": "pack", "pack_cols": "pack"}
 
 
 _is_cupy = _arrays.is_cupy
@@ -94,7 +85,7 @@ def check_name(backend: str | None) -> str | None:
     return backend
 
 
-class Router:
+class Router(Decide):
     """The routing state of a context: a pinned backend or "auto", a route table, the GPU "auto" uses.
 
     :class:`~pytropical_gpu.hybrid.HybridContext` is a Router with the operations as methods. The
@@ -186,106 +177,6 @@ class Router:
         if self.gpu is None:
             return "cpu"
         return rt.lookup(self._routes()[key], size)
-
-    def backend_for(self, op: str, *operands: Any, backend: str | None = None,
-                    semiring: Any = None) -> Backend:
-        """The backend that runs ``op`` on ``operands`` (as the verb received them).
-
-        "auto" with plain host operands is decided from their size (:mod:`._route_lean`): one
-        comparison on the cpu side, else a bisection (a matmul only when the GPU has its dtype and
-        no data-dependent check); every other call by :meth:`_backend_for`."""
-        return self._be(op, operands, backend, semiring)
-
-    def _be(self, op: str, operands: tuple, backend: str | None, semiring: Any = None) -> Backend:
-        """:meth:`backend_for` with positional arguments (the verbs' hot path). The GPU side is
-        lean too: on the H200 host the full path took 2.7-5.5 us (``backend="cuda"``: 0.55)."""
-        if backend is None and self.backend == "auto":
-            table, gpu, cuts, cpu = self._lean
-            if table is self._table and gpu is self._gpu:
-                f = _LEAN_SIZE.get(op)
-                ks = None if f is None else f(operands)
-                if ks is not None:
-                    key, size = ks
-                    if size < cuts[key]:
-                        return cpu
-                    if table is not None:
-                        starts, names = table[key]
-                        be = get_backend(names[bisect_right(starts, size) - 1])
-                        if op != "matmul" or be is cpu or (
-                                not hasattr(be, "inexact_reason") and
-                                _dtype_name(operands[0]) in be.gemm_dtypes):
-                            return be
-        return self._backend_for(op, operands, backend, semiring)
-
-    def _backend_for(self, op: str, operands: tuple, backend: str | None, semiring: Any) -> Backend:
-        if backend is not None:
-            return get_backend(backend)
-        if self.backend != "auto":
-            return get_backend(self.backend)
-        key = OP_ALIASES.get(op, op)
-        if op == "matmul" and _is_int(operands[0]):
-            key = "matmul_int"  # calibrated on its own (int32 max_plus: DPX on Hopper)
-        seg = None if self._table is None else self._table[key]
-        if (self.gpu is None or (seg is not None and len(seg[1]) == 1)) and _plain(operands):
-            # one backend for every size (no GPU, or a one-segment table) and nothing resident:
-            # no size needed (a pack of 256 bools takes 10 us on cpu; routing must not add 10%)
-            be = get_backend("cpu" if seg is None else seg[1][0])
-        else:
-            size, arrays = _measure(op, operands)
-            be = self._pick(key, size, *arrays)
-        if op == "matmul" and be.name != "cpu":
-            a, b, c = (tuple(operands) + (None,))[:3]
-            be = self._exact(be, semiring, {"a": a, "b": b, "c": c})
-        self._relean()
-        return be
-
-    def _relean(self) -> None:
-        """Rebuild the lean path's cuts when the table or the GPU changed since they were made."""
-        table, gpu = self._lean[:2]
-        if table is self._table and gpu is self._gpu:
-            return
-        if self.gpu is not None:
-            self._routes()
-        self._lean = (self._table, self._gpu, cpu_cuts(self._table, DEFAULT_THRESHOLDS),
-                      get_backend("cpu"))
-
-    def _pick(self, key: str, size: int, *arrays: Any) -> Backend:
-        """"auto": where cupy / wgpu operands live, else by the route table (the hot path of every
-        auto call: a type check per operand and one bisection, about a microsecond)."""
-        for x in arrays:
-            if type(x) is not np.ndarray:
-                lives = _lives(list(arrays))
-                if lives == "cuda" and probe("cuda")[0]:
-                    return get_backend("cuda")  # data already on the device: no host round trip
-                if lives == "wgpu":
-                    return get_backend("wgpu")  # resident wgpu operands: run where they live
-                break
-        table = self._table
-        if table is None:
-            if self.gpu is None:
-                return get_backend("cpu")
-            table = self._routes()
-        starts, names = table[key]
-        return get_backend(names[bisect_right(starts, size) - 1])
-
-    @staticmethod
-    def _exact(be: Backend, semiring: Any, operands: dict[str, Any]) -> Backend:
-        """"auto"'s last word on a matmul sent to a GPU: a dtype it lacks (wgpu: 64-bit) or a call it
-        could get wrong (``inexact_reason``: subnormals on a flushing adapter) goes to cuda when
-        usable and able, else cpu."""
-        dtype = _dtype_name(operands["a"])
-        why = None
-        if dtype not in be.gemm_dtypes:
-            why = f"no {dtype} matmul"
-        elif hasattr(be, "inexact_reason"):
-            why = be.inexact_reason(semiring, None, operands)
-        if not why:
-            return be
-        target = "cpu"
-        if be.name != "cuda" and probe("cuda")[0] and dtype in get_backend("cuda").gemm_dtypes:
-            target = "cuda"
-        log.info("auto: not on %s (%s); running on %s", be.name, why, target)
-        return get_backend(target)
 
     def device_target(self) -> str | None:
         """Where to_device puts data: the pinned backend (wgpu/cuda), else the GPU "auto" uses."""

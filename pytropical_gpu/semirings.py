@@ -190,6 +190,21 @@ _builtin("bor_band", np.bitwise_or, np.bitwise_and, 0, True, ("uint32", "uint64"
 _builtin("bxor_band", np.bitwise_xor, np.bitwise_and, 0, True, ("uint32", "uint64"), "bxor", "band")
 
 
+def strictly_better(sr: Semiring, xp: Any = np):
+    """The argmax rule of every backend, elementwise on arrays of module ``xp``: a function
+    ``(v, acc)`` true where ``v ⊕ acc == v and v != acc`` (``xp.less`` for min, ``xp.greater``
+    for max), so ties keep the smaller k (KERNELS.md rule 3)."""
+    if sr.add_op == "min":
+        return xp.less
+    if sr.add_op == "max":
+        return xp.greater
+    add = sr.add
+
+    def better(v, acc):
+        return (add(v, acc) == v) & (v != acc)
+    return better
+
+
 def semiring_names() -> list[str]:
     """All registered names, aliases included, sorted.
 

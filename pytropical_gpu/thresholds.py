@@ -142,7 +142,9 @@ def _dtype_name(dtype: Any) -> str:
 
 
 # ---------------------------------------------------------------- machine fingerprint
-def _cpu_model() -> str:
+def cpu_model() -> str:
+    """The CPU model name (``/proc/cpuinfo``), else ``platform.processor()`` or the machine
+    type ("" when neither is known): the cpu backend's device in the fingerprint."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
             for line in f:
@@ -158,7 +160,7 @@ def describe_backend(name: str) -> dict[str, Any]:
     if name == "cpu":
         import numpy as np
 
-        return {"device": _cpu_model(), "numpy": np.__version__, "software": False}
+        return {"device": cpu_model(), "numpy": np.__version__, "software": False}
     from .backends import get_backend
 
     d = get_backend(name).describe()
@@ -279,5 +281,5 @@ def load_thresholds(backends: Sequence[str]) -> Thresholds | None:
     return t
 
 
-__all__ = ["DEFAULTS", "NEVER", "Thresholds", "cache_dir", "describe_backend", "fingerprint",
+__all__ = ["DEFAULTS", "NEVER", "Thresholds", "cache_dir", "cpu_model", "describe_backend", "fingerprint",
            "load_thresholds", "save_thresholds"]

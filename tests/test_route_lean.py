@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import pytropical_gpu as tg
-from pytropical_gpu import HybridContext, routing
+from pytropical_gpu import HybridContext, _route_decide, _route_exact, routing
 from pytropical_gpu import route_table as rt
 from pytropical_gpu.backends import get_backend
 from pytropical_gpu.thresholds import DEFAULTS, Thresholds
@@ -29,8 +29,9 @@ def _fake_gpus(monkeypatch):
         return made.setdefault(name, types.SimpleNamespace(
             name=name, gemm_dtypes=("float32", "int32", "float64", "int64", "uint32", "uint64")))
 
-    monkeypatch.setattr(routing, "get_backend", fake)
-    monkeypatch.setattr(routing, "probe", lambda n: (n == "cuda", ""))
+    for mod in (routing, _route_decide, _route_exact):  # each module that routing's code lives in
+        monkeypatch.setattr(mod, "get_backend", fake)
+        monkeypatch.setattr(mod, "probe", lambda n: (n == "cuda", ""))
     monkeypatch.setattr(routing, "usable_backends", lambda include_software=False: ["cpu", "cuda"])
 
 
@@ -101,8 +102,9 @@ def test_small_host_calls_take_the_lean_path(monkeypatch):
 
 def test_a_gpu_matmul_is_lean_only_when_the_gpu_surely_takes_it(monkeypatch):
     """A matmul on the GPU side: lean when the GPU has the dtype and no data-dependent check;
-    a dtype it lacks, or a backend with ``inexact_reason`` (wgpu: subnormals on a flushing
-    adapter), goes through the full path and its ``_exact`` (here: to cpu)."""
+    a dtype it lacks, or a backend with ``inexact_reason`` and no ``exact_dtypes`` naming the
+    dtype (wgpu: floats on a flushing adapter, tests/test_route_exact.py), goes through the full
+    path and its ``_exact`` (here: to cpu)."""
     ctx = _ctx(monkeypatch, {"matmul": 0, "matmul_int": 0})
     f32, f64 = np.ones((4, 4), np.float32), np.ones((4, 4))
     assert ctx._be("matmul", (f32, f32, None), None).name == "cuda"  # builds the lean state
@@ -110,7 +112,7 @@ def test_a_gpu_matmul_is_lean_only_when_the_gpu_surely_takes_it(monkeypatch):
     real = ctx._backend_for
     monkeypatch.setattr(ctx, "_backend_for", lambda *a: full.append(a[0]) or real(*a))
     assert ctx._be("matmul", (f32, f32, None), None).name == "cuda" and full == []
-    cuda = routing.get_backend("cuda")
+    cuda = _route_decide.get_backend("cuda")
     monkeypatch.setattr(cuda, "gemm_dtypes", ("float32",))
     assert ctx._be("matmul", (f64, f64, None), None).name == "cpu" and full == ["matmul"]
     monkeypatch.setattr(cuda, "inexact_reason", lambda sr, dt, ops: "flushes subnormals",

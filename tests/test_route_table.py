@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import pytropical_gpu as tg
-from pytropical_gpu import HybridContext, calibration, calibration_cases, routing
+from pytropical_gpu import HybridContext, _route_decide, _route_exact, calibration, calibration_cases, routing
 from pytropical_gpu import route_table as rt
 from pytropical_gpu.thresholds import DEFAULTS, NEVER, Thresholds
 
@@ -138,8 +138,9 @@ def test_backend_for_picks_the_dtype_key_and_the_exact_target(monkeypatch):
         gemm = ("float32", "int32") if name == "wgpu" else ("float32", "int32", "float64", "int64")
         return made.setdefault(name, types.SimpleNamespace(name=name, gemm_dtypes=gemm))
 
-    monkeypatch.setattr(routing, "get_backend", fake)
-    monkeypatch.setattr(routing, "probe", lambda n: (n == "cuda", ""))
+    for mod in (routing, _route_decide, _route_exact):  # each module that routing's code lives in
+        monkeypatch.setattr(mod, "get_backend", fake)
+        monkeypatch.setattr(mod, "probe", lambda n: (n == "cuda", ""))
     ctx = _ctx(monkeypatch, _synthetic())
     f = np.ones((10, 10, 10)[:2], np.float32)
     i = np.ones((10, 10), np.int32)
@@ -148,7 +149,8 @@ def test_backend_for_picks_the_dtype_key_and_the_exact_target(monkeypatch):
     assert ctx.backend_for("matmul", i, i).name == "wgpu"
     # a dtype wgpu lacks goes to cuda (usable here), not to cpu
     assert ctx.backend_for("matmul", i.astype(np.int64), i.astype(np.int64)).name == "cuda"
-    monkeypatch.setattr(routing, "probe", lambda n: (False, "no"))
+    for mod in (routing, _route_decide, _route_exact):
+        monkeypatch.setattr(mod, "probe", lambda n: (False, "no"))
     assert ctx.backend_for("matmul", i.astype(np.int64), i.astype(np.int64)).name == "cpu"
     a = tg.TernaryVec.random(32 * 50, seed=0)  # 50 words each: size 100 -> cuda
     assert ctx.backend_for("dot", a, a).name == "cuda"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..semirings import Semiring
+from ..semirings import Semiring, strictly_better
 from . import bitslice
 from .base import Backend
 
@@ -55,7 +55,7 @@ class CpuBackend(Backend):
         ufunc_add = isinstance(sr.add, np.ufunc)
         kb = 1 if argmax or not ufunc_add else max(1, min(k, _BLOCK // max(n, 1) // 16))
         rb = max(1, min(m, _BLOCK // max(n * kb, 1)))
-        better = _better(sr) if argmax else None
+        better = strictly_better(sr) if argmax else None
         tmp3 = np.empty((rb, kb, n), dt)
         for bi in range(batch):
             A = a[bi % a.shape[0]]
@@ -138,19 +138,6 @@ class CpuBackend(Backend):
 
     def _harden(self, sign, mag, threshold):
         return bitslice.harden(sign, mag, threshold)
-
-
-def _better(sr: Semiring):
-    """Strict improvement test ``v ⊕ acc == v and v != acc`` (v < acc for min, v > acc for max)."""
-    if sr.add_op == "min":
-        return np.less
-    if sr.add_op == "max":
-        return np.greater
-
-    def better(v, acc):
-        return (sr.add(v, acc) == v) & (v != acc)
-
-    return better
 
 
 def _multiplier(sr: Semiring, dt: np.dtype, fa, fb):

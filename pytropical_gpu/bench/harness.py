@@ -36,6 +36,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..thresholds import cpu_model
+
 #: where git is asked for the commit: the checkout this package runs from (none when installed)
 SOURCE_DIR = Path(__file__).resolve().parent
 
@@ -222,14 +224,9 @@ def git_dirty(path: Path | str | None = None) -> bool | None:
 
 
 def cpu_name() -> str:
-    """The CPU model name (``/proc/cpuinfo``), else ``platform.processor()``."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown CPU"
+    """The CPU model name (``/proc/cpuinfo``), else ``platform.processor()``: what the calibration
+    fingerprint records (:func:`pytropical_gpu.thresholds.cpu_model`), never empty."""
+    return cpu_model() or "unknown CPU"
 
 
 def host_tag() -> str:

@@ -21,6 +21,8 @@ class WgpuBackend(Backend):
 
     name = "wgpu"
     gemm_dtypes = frozenset({"float32", "int32", "bool", "uint32", "uint64"})
+    #: the GEMM dtypes a flushing adapter still runs exactly whatever the data (not float)
+    _not_float = frozenset(d for d in gemm_dtypes if np.dtype(d).kind != "f")
     user_dtypes = gemm.USER_DTYPES
 
     def __init__(self, engine: Engine | None = None):
@@ -83,6 +85,13 @@ class WgpuBackend(Backend):
         dtype = next(iter(ops.values())).dtype if dtype is None else dtype
         got = self._flush_rule(op, get_semiring(sr), dtype, {k: facts.of(v) for k, v in ops.items()})
         return None if got is None else got[1]
+
+    @property
+    def exact_dtypes(self) -> frozenset[str]:
+        """The GEMM dtypes whose every matmul :meth:`inexact_reason` passes without reading data:
+        all of them on an adapter that keeps subnormals, the non-float ones on one that flushes
+        (:func:`.flush.reason` judges float dtypes only). "auto" routes these by size alone."""
+        return self._not_float if self.engine.flushes_subnormals else self.gemm_dtypes
 
     def _check_operands(self, op: str, sr: Semiring, dt, known: dict[str, Any]) -> None:
         if not self.flushes_subnormals:
