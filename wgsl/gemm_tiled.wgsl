@@ -5,6 +5,7 @@
 // are consecutive (no bank conflicts). PF: 0 loads then computes each k-tile; 1 prefetches the
 // next k-tile into registers while computing; 2 does that into a second workgroup buffer (one
 // barrier per k-tile). On an H200 PF=0 is as fast as either (benchmarks/results/wgpu_gemm_notes.md).
+// BV: B read as vec4 (n a multiple of 4): one 16-byte load for a thread's 4 columns of a k row.
 // DV: D (and an argmax's I) written as vec4 (n a multiple of 4, no c): 16-byte stores, a quarter
 // of the store instructions (split-k's partial layers: a larger share of a short k-loop).
 // AT: argmax by k-tile (a plain ⊕ per k-tile, folded into the running best with the tile's index;
@@ -89,6 +90,10 @@ $$ for l in range(NLB)
             lb{{ l }} = V(pad_b());
             if (gk < klen) {
                 let o = bbase + gk * P.n + c;
+$$ if BV|default(false)
+                // BV (n a multiple of 4): 4 columns are one aligned vec4, in or out as a whole
+                if (c < P.n) { lb{{ l }} = B[o / 4u]; }
+$$ else
                 if (c + 3u < P.n) {
                     lb{{ l }} = V(B[o], B[o + 1u], B[o + 2u], B[o + 3u]);
                 } else {
@@ -96,6 +101,7 @@ $$ for l in range(NLB)
                     if (c + 1u < P.n) { lb{{ l }}.y = B[o + 1u]; }
                     if (c + 2u < P.n) { lb{{ l }}.z = B[o + 2u]; }
                 }
+$$ endif
             }
         }
 $$ endfor
