@@ -9,7 +9,7 @@ Then 8192³ with GPU timestamps, the variants sampled round-robin (median, quart
 result checked on sampled rows, and the cuda ``big3`` kernel (CuPy, CUDA events) timed in the same
 run before and after the wgpu rows.
 
-    python benchmarks/bench_wgpu_gemm_s5.py --json $OUT/wgpu_gemm_h200_s5.json [--quick]
+    python benchmarks/bench_wgpu_gemm_s5.py --json $OUT/wgpu_gemm_h200_s5a.json [--quick] [--run b]
 """
 
 from __future__ import annotations
@@ -53,6 +53,22 @@ VARIANTS = {
     "64x128 BK8 PF0 BV": dict(T64x128, BK=8, BV=True),
     "128 PF2 BV": dict(T128, PF=2, BV=True),
     "64x128 BK8 PF2 BV": dict(T64x128, BK=8, PF=2, BV=True),
+}
+#: run b (after run a, ``wgpu_gemm_h200_s5a``): WA, the workgroup tiles as k rows of vec4, so the
+#: bounds clamp on a read's dynamic index is one per column, not one per read
+VARIANTS_B = {
+    "128 PF0 (default)": T128,
+    "128 PF0 DV": dict(T128, DV=True),
+    "128 PF0 WA": dict(T128, WA=True),
+    "128 PF0 WA DV": dict(T128, WA=True, DV=True),
+    "128 PF0 WA BV DV": dict(T128, WA=True, BV=True, DV=True),
+    "128 PF2 WA": dict(T128, PF=2, WA=True),
+    "128 BK8 PF2 WA": dict(T128, BK=8, PF=2, WA=True),
+    "64x128 BK16 PF0 WA": dict(T64x128, WA=True),
+    "64x128 BK16 PF0 WA BV": dict(T64x128, WA=True, BV=True),
+    "64x128 BK16 PF0 WA BV DV": dict(T64x128, WA=True, BV=True, DV=True),
+    "64x128 BK8 PF0 WA": dict(T64x128, BK=8, WA=True),
+    "64x128 BK8 PF0 WA BV": dict(T64x128, BK=8, WA=True, BV=True),
 }
 OUT = {"checks": [], "errors": [], "wgpu": [], "cuda": [], "notes": __doc__}
 
@@ -226,7 +242,11 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="small size, no cuda (lavapipe smoke)")
     ap.add_argument("--only", default="", help="comma-separated variant labels (default: all)")
     ap.add_argument("--json", default="wgpu_gemm_s5.json")
+    ap.add_argument("--run", default="a", choices=("a", "b"), help="a: run a's variants, b: WA")
     args = ap.parse_args(argv)
+    if args.run == "b":
+        VARIANTS.clear()
+        VARIANTS.update(VARIANTS_B)
     names = [x for x in VARIANTS if not args.only or x in args.only.split(",")]
     eng = get_engine()
     OUT["device"] = f"{eng.rt.info.name} ({eng.rt.info.backend}, {eng.rt.name})"

@@ -58,8 +58,16 @@ $$ set NLA = (BM4 * BK + NT - 1) // NT
 $$ set NUA = BM4 * BK
 $$ set NLB = (BN4 * BK + NT - 1) // NT
 $$ set NUB = BN4 * BK
+$$ set WA = WA|default(false)
+$$ if WA
+// WA: k rows of vec4; a read's dynamic index (its column: q * NTY + ty) is the same for every kk,
+// so the bounds clamp naga adds to a dynamic index is computed once, not once per read
+var<workgroup> As: array<array<V, {{ BM4 }}>, {{ BK * NBUF }}>;
+var<workgroup> Bs: array<array<V, {{ BN4 }}>, {{ BK * NBUF }}>;
+$$ else
 var<workgroup> As: array<V, {{ SA * NBUF }}>;
 var<workgroup> Bs: array<V, {{ SB * NBUF }}>;
+$$ endif
 
 $$ macro guard(l, per, total)
 {{ "true" if (l + 1) * per <= total else "lid < %du" % (total - l * per) }}
@@ -112,11 +120,22 @@ $$ macro store_tile(abuf, bbuf)
 $$ for l in range(NLA)
         if ({{ guard(l, NT, NUA) }}) {
             let e = lid + {{ l * NT }}u;
+$$ if WA
+            As[{{ abuf }} + e % {{ BK }}u][e / {{ BK }}u] = la{{ l }};
+$$ else
             As[{{ abuf }} + (e % {{ BK }}u) * {{ BM4 }}u + e / {{ BK }}u] = la{{ l }};
+$$ endif
         }
 $$ endfor
 $$ for l in range(NLB)
+$$ if WA
+        if ({{ guard(l, NT, NUB) }}) {
+            let e = lid + {{ l * NT }}u;
+            Bs[{{ bbuf }} + e / {{ BN4 }}u][e % {{ BN4 }}u] = lb{{ l }};
+        }
+$$ else
         if ({{ guard(l, NT, NUB) }}) { Bs[{{ bbuf }} + lid + {{ l * NT }}u] = lb{{ l }}; }
+$$ endif
 $$ endfor
 $$- endmacro
 
@@ -129,13 +148,21 @@ $$ endif
 $$ for kk in range(BK)
         {
 $$ for q in range(TM4)
+$$ if WA
+            let aq{{ q }} = As[{{ abuf }} + {{ kk }}u][{{ q * NTY }}u + ty];
+$$ else
             let aq{{ q }} = As[{{ abuf }} + {{ kk * BM4 + q * NTY }}u + ty];
+$$ endif
 $$ endfor
 $$ for i in range(TM)
             let a{{ i }} = V(aq{{ i // 4 }}.{{ "xyzw"[i % 4] }});
 $$ endfor
 $$ for j in range(TN4)
+$$ if WA
+            let b{{ j }} = Bs[{{ bbuf }} + {{ kk }}u][{{ j * NTX }}u + tx];
+$$ else
             let b{{ j }} = Bs[{{ bbuf }} + {{ kk * BN4 + j * NTX }}u + tx];
+$$ endif
 $$ endfor
 $$ if PAIR
             let kv{{ kk }} = vec4<i32>(i32(k0 + {{ kk }}u));
@@ -246,12 +273,13 @@ $$ else
         if (more) {
 {{ load_tile("k0 + %du" % BK) }}
         }
-        let ca = cur * {{ SA }}u;
-        let cb = cur * {{ SB }}u;
+        // a buffer's offset: in vec4 (WA: in k rows)
+        let ca = cur * {{ BK if WA else SA }}u;
+        let cb = cur * {{ BK if WA else SB }}u;
 {{ compute("ca", "cb") }}
         if (more) {
-            let na = {{ SA }}u - ca;
-            let nbb = {{ SB }}u - cb;
+            let na = {{ BK if WA else SA }}u - ca;
+            let nbb = {{ BK if WA else SB }}u - cb;
 {{ store_tile("na", "nbb") }}
         }
         workgroupBarrier();
