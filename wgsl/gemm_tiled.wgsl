@@ -5,6 +5,7 @@
 // are consecutive (no bank conflicts). PF: 0 loads then computes each k-tile; 1 prefetches the
 // next k-tile into registers while computing; 2 does that into a second workgroup buffer (one
 // barrier per k-tile). On an H200 PF=0 is as fast as either (benchmarks/results/wgpu_gemm_notes.md).
+// BV: B read as vec4 (n a multiple of 4): one 16-byte load for a thread's 4 columns of a k row.
 // DV: D (and an argmax's I) written as vec4 (n a multiple of 4, no c): 16-byte stores, a quarter
 // of the store instructions (split-k's partial layers: a larger share of a short k-loop).
 // AT: argmax by k-tile (a plain ⊕ per k-tile, folded into the running best with the tile's index;
@@ -57,8 +58,16 @@ $$ set NLA = (BM4 * BK + NT - 1) // NT
 $$ set NUA = BM4 * BK
 $$ set NLB = (BN4 * BK + NT - 1) // NT
 $$ set NUB = BN4 * BK
+$$ set WA = WA|default(false)
+$$ if WA
+// WA: k rows of vec4; a read's dynamic index (its column: q * NTY + ty) is the same for every kk,
+// so the bounds clamp naga adds to a dynamic index is computed once, not once per read
+var<workgroup> As: array<array<V, {{ BM4 }}>, {{ BK * NBUF }}>;
+var<workgroup> Bs: array<array<V, {{ BN4 }}>, {{ BK * NBUF }}>;
+$$ else
 var<workgroup> As: array<V, {{ SA * NBUF }}>;
 var<workgroup> Bs: array<V, {{ SB * NBUF }}>;
+$$ endif
 
 $$ macro guard(l, per, total)
 {{ "true" if (l + 1) * per <= total else "lid < %du" % (total - l * per) }}
@@ -89,6 +98,10 @@ $$ for l in range(NLB)
             lb{{ l }} = V(pad_b());
             if (gk < klen) {
                 let o = bbase + gk * P.n + c;
+$$ if BV|default(false)
+                // BV (n a multiple of 4): 4 columns are one aligned vec4, in or out as a whole
+                if (c < P.n) { lb{{ l }} = B[o / 4u]; }
+$$ else
                 if (c + 3u < P.n) {
                     lb{{ l }} = V(B[o], B[o + 1u], B[o + 2u], B[o + 3u]);
                 } else {
@@ -96,6 +109,7 @@ $$ for l in range(NLB)
                     if (c + 1u < P.n) { lb{{ l }}.y = B[o + 1u]; }
                     if (c + 2u < P.n) { lb{{ l }}.z = B[o + 2u]; }
                 }
+$$ endif
             }
         }
 $$ endfor
@@ -106,11 +120,22 @@ $$ macro store_tile(abuf, bbuf)
 $$ for l in range(NLA)
         if ({{ guard(l, NT, NUA) }}) {
             let e = lid + {{ l * NT }}u;
+$$ if WA
+            As[{{ abuf }} + e % {{ BK }}u][e / {{ BK }}u] = la{{ l }};
+$$ else
             As[{{ abuf }} + (e % {{ BK }}u) * {{ BM4 }}u + e / {{ BK }}u] = la{{ l }};
+$$ endif
         }
 $$ endfor
 $$ for l in range(NLB)
+$$ if WA
+        if ({{ guard(l, NT, NUB) }}) {
+            let e = lid + {{ l * NT }}u;
+            Bs[{{ bbuf }} + e / {{ BN4 }}u][e % {{ BN4 }}u] = lb{{ l }};
+        }
+$$ else
         if ({{ guard(l, NT, NUB) }}) { Bs[{{ bbuf }} + lid + {{ l * NT }}u] = lb{{ l }}; }
+$$ endif
 $$ endfor
 $$- endmacro
 
@@ -123,13 +148,21 @@ $$ endif
 $$ for kk in range(BK)
         {
 $$ for q in range(TM4)
+$$ if WA
+            let aq{{ q }} = As[{{ abuf }} + {{ kk }}u][{{ q * NTY }}u + ty];
+$$ else
             let aq{{ q }} = As[{{ abuf }} + {{ kk * BM4 + q * NTY }}u + ty];
+$$ endif
 $$ endfor
 $$ for i in range(TM)
             let a{{ i }} = V(aq{{ i // 4 }}.{{ "xyzw"[i % 4] }});
 $$ endfor
 $$ for j in range(TN4)
+$$ if WA
+            let b{{ j }} = Bs[{{ bbuf }} + {{ kk }}u][{{ j * NTX }}u + tx];
+$$ else
             let b{{ j }} = Bs[{{ bbuf }} + {{ kk * BN4 + j * NTX }}u + tx];
+$$ endif
 $$ endfor
 $$ if PAIR
             let kv{{ kk }} = vec4<i32>(i32(k0 + {{ kk }}u));
@@ -240,12 +273,13 @@ $$ else
         if (more) {
 {{ load_tile("k0 + %du" % BK) }}
         }
-        let ca = cur * {{ SA }}u;
-        let cb = cur * {{ SB }}u;
+        // a buffer's offset: in vec4 (WA: in k rows)
+        let ca = cur * {{ BK if WA else SA }}u;
+        let cb = cur * {{ BK if WA else SB }}u;
 {{ compute("ca", "cb") }}
         if (more) {
-            let na = {{ SA }}u - ca;
-            let nbb = {{ SB }}u - cb;
+            let na = {{ BK if WA else SA }}u - ca;
+            let nbb = {{ BK if WA else SB }}u - cb;
 {{ store_tile("na", "nbb") }}
         }
         workgroupBarrier();

@@ -26,12 +26,13 @@ from .gemm_dispatch import make_dispatch
 from .readback import finish, resident, upload_result
 from .templating import WGSL_TYPES, literal
 
-#: the big tile (min_plus f32 8192^3 on an H200 through Vulkan: 22.5 TOPS, GPU timestamps;
-#: every variant measured: benchmarks/results/wgpu_gemm_notes.md)
-TILE = {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "PF": 0}
+#: the big tile, WA: workgroup tiles as k rows of vec4, one bounds clamp per column instead of one
+#: per read (min_plus f32 8192^3 on an H200 through Vulkan: 23.9 TOPS, 22.5 without WA, cuda big3
+#: 25.0 in the same run; every variant measured: benchmarks/results/wgpu_gemm_notes.md)
+TILE = {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "PF": 0, "WA": True}
 #: the big tile's argmax by k-tile prefetches (PF=2: one workgroup an SM fits its registers, none
-#: other hides the loads; H200 4096^3 first pass 7.08 ms, PF=0 8.50, PF=1 7.66)
-TILE_ARGMAX = dict(TILE, PF=2)
+#: other hides the loads; H200 4096^3 first pass 7.08 ms, PF=0 8.50, PF=1 7.66); WA not measured
+TILE_ARGMAX = {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "PF": 2}
 #: a smaller tile for mid-sized problems (more workgroups; 1024^3: 14.3 TOPS, BK=8 13.0)
 TILE_SMALL = {"BM": 64, "BN": 64, "BK": 16, "TM": 4, "TN": 4, "PF": 0}
 #: small products (m, n <= TINY_MN): 32 x 32 tiles, so a 64^3 GEMM runs on 4 workgroups, not one
