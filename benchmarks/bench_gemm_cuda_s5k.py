@@ -60,7 +60,8 @@ def main(argv=None) -> int:
     sp = {name: kernels.gemm_spec(get_semiring(name), np.dtype(np.float32))
           for name in ("min_plus", "max_plus")}
     t0 = time.perf_counter()
-    cpu_s = precompile(list(sp.values()), args.workers)
+    sks = {name: gemm_streamk.spec(name) for name in sp}  # the stream-k modules
+    cpu_s = precompile(list(sp.values()) + list(sks.values()), args.workers)
     out["compile"] = {"cpu_s": cpu_s, "wall_s": time.perf_counter() - t0}
     log(f"compiled {out['compile']}")
     sms = be._sm_count()
@@ -89,13 +90,14 @@ def main(argv=None) -> int:
                     ga, gb = cp.asarray(a)[None], cp.asarray(b)[None]
                     gc = None if c is None else cp.asarray(c)[None]
                     base = default(name, ga, gb, gc)[0].get()[0].view(np.uint32)
-                    for g in (slots, 5, 7, 16):
-                        d = gemm_streamk.run(be, sp[name], ga, gb, gc, slots=g).get()[0]
+                    for g, wf in ((slots, False), (slots, True), (5, False), (7, True), (16, False)):
+                        d = gemm_streamk.run(be, sks[name], ga, gb, gc, slots=g, whole_first=wf).get()[0]
                         ok = bool(np.array_equal(d, want))
                         # array_equal says -0.0 == 0.0: the bits against the default kernel too
                         bits = bool(np.array_equal(d.view(np.uint32), base))
                         out["checks"].append({"case": name, "kind": kind, "shape": [m, k, n], "c": use_c,
-                                              "slots": g, "split": gemm_streamk.split(m, n, k, g), "ok": ok,
+                                              "slots": g, "whole_first": wf,
+                                              "split": gemm_streamk.split(m, n, k, g), "ok": ok,
                                               "bits_eq_default": bits})
                         if not ok:
                             log(f"CHECK FAILED {name} {kind} {m}x{k}x{n} c={use_c} slots={g}")
@@ -106,8 +108,10 @@ def main(argv=None) -> int:
         b = cp.asarray(rng.standard_normal((1, k, n), dtype=np.float32))
         for name in sp:
             want, _ = default(name, a, b)
-            d = gemm_streamk.run(be, sp[name], a, b, None)
+            d = gemm_streamk.run(be, sks[name], a, b, None)
             ok = bool(cp.array_equal(d.view(cp.uint32), want.view(cp.uint32)))
+            d2 = gemm_streamk.run(be, sks[name], a, b, None, whole_first=True)
+            ok = ok and bool(cp.array_equal(d2.view(cp.uint32), want.view(cp.uint32)))
             ah, bh, dh = a.get()[0], b.get()[0], d.get()[0]
             red = np.min if name == "min_plus" else np.max
             for r in np.random.default_rng(3).choice(m, 8, replace=False):
@@ -136,9 +140,12 @@ def main(argv=None) -> int:
             t = timer(lambda name=name, a=a, b=b: default(name, a, b), 9, inner=10)
             record(f"{name} default", size, t, fl, plan=[pl.role, pl.ks])
             if f"{name} sk" not in failed:
-                t = timer(lambda name=name, a=a, b=b: gemm_streamk.run(be, sp[name], a, b, None), 9,
+                t = timer(lambda name=name, a=a, b=b: gemm_streamk.run(be, sks[name], a, b, None), 9,
                           inner=10)
                 record(f"{name} stream-k", size, t, fl, split=gemm_streamk.split(m, n, k, slots))
+                t = timer(lambda name=name, a=a, b=b: gemm_streamk.run(be, sks[name], a, b, None,
+                                                                         whole_first=True), 9, inner=10)
+                record(f"{name} stream-k whole first", size, t, fl)
     # the library path at 2048³ with the stream-k rule on for it: equal bits, NaN refused
     gemm_streamk.DEFAULT_SHAPES = frozenset({(2048, 2048, 2048)})
     a = cp.asarray(rng.standard_normal((2048, 2048), dtype=np.float32))

@@ -115,8 +115,8 @@ class CudaBackend(Backend):
         spec = kernels.gemm_spec(sr, dt)
         p = gemm_launch.plan(m, n, k, batch, dt.itemsize, argmax, sr.builtin, self._sm_count(),
                              spec.names, self.big_tile)
-        if not argmax and gemm_streamk.wanted(m, n, k, batch, gemm_streamk.ROLE in spec.names):
-            return gemm_streamk.run(self, spec, a, b, c), None
+        if sr.builtin and gemm_streamk.wanted(sr.name, dt, m, n, k, batch, argmax):
+            return gemm_streamk.run(self, gemm_streamk.spec(sr.name), a, b, c), None
         q = gemm_launch.variant_plan(p, spec.names, "dpx_")
         if q is not None and self._dpx_ok(spec, sr, dt, a, b, facts):
             return gemm_launch.run(self, spec, a, b, c, argmax, q, True)

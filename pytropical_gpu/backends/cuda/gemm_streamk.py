@@ -1,4 +1,4 @@
-"""Stream-k launch of the ``big3`` tile (``sr_gemm_sk`` in ``cuda/semiring_gemm_sk.cuh``) for
+"""Stream-k launch of the ``big3`` tile (``sr_gemm_sk`` in ``cuda/semiring_gemm_sk.cu``) for
 min_plus / max_plus float32 without argmax: one launch of ``3 x SMs`` persistent blocks, the whole
 waves of output tiles as plain tiles and the last partial wave's k-iterations shared out evenly, the
 split tiles folded exactly with ⊕ (min / max is associative and commutative).
@@ -15,11 +15,20 @@ import threading
 
 import numpy as np
 
+from ...shaders import load_source
 from ..base import ceil_div
 from . import kernels
 from .gemm_launch import _NULL, _i64
 
 ROLE = "sk_big3"
+#: the semirings (float32) it is compiled for: min / max ⊕ over a guard-free ⊗ (float plus)
+SEMIRINGS = {"min_plus": "ptg::MinPlus<float>", "max_plus": "ptg::MaxPlus<float>"}
+#: its modules, apart from the default GEMM modules (no compile time for callers that never use
+#: it); ``backends.cuda.module_specs`` adds them for the nvcc compile test
+SPECS = tuple(kernels.ModuleSpec(
+    f"gemm_sk:{name}:float32", "semiring_gemm_sk.cu",
+    {ROLE: f"ptg::sr_gemm_sk<{functor}, {', '.join(map(str, kernels.TILES['big3']))}>"},
+    head=load_source("cuda", "semiring_gemm.cu")) for name, functor in SEMIRINGS.items())
 #: blocks of the big3 tile resident on one SM (its min blocks per SM)
 PER_SM = kernels.TILES["big3"][5]
 #: the shapes (m, n, k) where the stream-k launch is the default: none until measured faster
@@ -41,9 +50,16 @@ def split(m: int, n: int, k: int, slots: int) -> tuple[int, int, int]:
     return tiles - sk, sk, ceil_div(ki * slots, sk * ki) + 1
 
 
-def wanted(m: int, n: int, k: int, batch: int, has_role: bool) -> bool:
-    """The backend's rule: stream-k for a single product of a measured shape (``DEFAULT_SHAPES``)."""
-    return has_role and batch == 1 and (m, n, k) in DEFAULT_SHAPES
+def spec(name: str) -> kernels.ModuleSpec:
+    """The module of semiring ``name`` (a key of :data:`SEMIRINGS`)."""
+    return SPECS[list(SEMIRINGS).index(name)]
+
+
+def wanted(name: str, dtype, m: int, n: int, k: int, batch: int, argmax: bool) -> bool:
+    """The backend's rule: stream-k for a single product without argmax of a measured shape
+    (``DEFAULT_SHAPES``) on a semiring and dtype it is compiled for."""
+    return (not argmax and batch == 1 and name in SEMIRINGS and np.dtype(dtype) == np.float32
+            and (m, n, k) in DEFAULT_SHAPES)
 
 
 def _buffers_for(cp, ws_elems: int, tiles: int):
@@ -58,9 +74,10 @@ def _buffers_for(cp, ws_elems: int, tiles: int):
         return ws, cnt
 
 
-def run(be, spec, a, b, c, slots: int | None = None):
+def run(be, spec, a, b, c, slots: int | None = None, whole_first: bool = False):
     """D = C ⊕ A ⊗ B for (1, m, k) a, (1, k, n) b and c (1, m, n) or None on ``slots`` blocks
-    (default: 3 per SM); returns d (1, m, n)."""
+    (default: 3 per SM), each taking its stream-k share first (``whole_first``: its whole tiles
+    first); returns d (1, m, n)."""
     cp = be._cp
     _, m, k = a.shape
     n = b.shape[2]
@@ -72,8 +89,8 @@ def run(be, spec, a, b, c, slots: int | None = None):
     vec = int(k % 4 == 0 and n % 4 == 0 and a.data.ptr % 16 == 0 and b.data.ptr % 16 == 0)
     kernels.function(spec, ROLE)((slots,), ((bm // tm) * (bn // tn),), (
         a, b, _NULL if c is None else c, d, ws, cnt, _i64(m), _i64(n), _i64(k), np.int32(vec),
-        np.int32(dp), np.int32(sk), np.int32(maxc)))
+        np.int32(dp), np.int32(sk), np.int32(maxc), np.int32(whole_first)))
     return d
 
 
-__all__ = ["ROLE", "split", "wanted", "run", "DEFAULT_SHAPES"]
+__all__ = ["ROLE", "SEMIRINGS", "SPECS", "spec", "split", "wanted", "run", "DEFAULT_SHAPES"]

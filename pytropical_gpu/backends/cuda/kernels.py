@@ -161,11 +161,7 @@ def gemm_spec(sr: Semiring, dtype: np.dtype) -> ModuleSpec:
             names.update({k: v for k, v in _gemm_names(dpx, 4, False, "dpx_", variants=True, small_k=False,
                                                          big3=True).items() if "combine" not in k})
             names["range_check"] = "ptg::dpx_range_check"
-        extra = ""
-        if dtype == np.float32 and tuned:  # stream-k on the big3 tile (gemm_streamk.py)
-            names["sk_big3"] = f"ptg::sr_gemm_sk<{functor}, {', '.join(map(str, TILES['big3']))}>"
-            extra = load_source("cuda", "semiring_gemm_sk.cuh")
-        return ModuleSpec(f"gemm:{sr.name}:{dtype.name}", "semiring_gemm.cu", names, extra)
+        return ModuleSpec(f"gemm:{sr.name}:{dtype.name}", "semiring_gemm.cu", names)
     if not (sr.cuda_add and sr.cuda_mul):
         raise TypeError(f"matmul: semiring {sr.name!r} has no CUDA expressions (cuda_add/cuda_mul); "
                         "give them to Semiring(...) or use backend='cpu'")
@@ -190,7 +186,7 @@ struct {struct} : Base<{ct}, {struct}> {{
 
 def tile_of(role: str) -> tuple[int, ...]:
     """(BM, BN, BK, TM, TN, MINB) of a GEMM role such as "big", "dpx_big_k16", "nz_small_arg"."""
-    return _tile(role.removeprefix("dpx_").removeprefix("nz_").removeprefix("sk_"))
+    return _tile(role.removeprefix("dpx_").removeprefix("nz_"))
 
 
 BOOLEAN = ModuleSpec("boolean", "boolean.cu", {

@@ -1,5 +1,6 @@
-// Stream-k tiled GEMM (appended to semiring_gemm.cu for min_plus / max_plus float32: functors
-// without a per-slab guard, no argmax, load_map / store_map the identity; kernels.py says which).
+// Stream-k tiled GEMM, compiled after semiring_gemm.cu (its functors, V4, slab_mma; the module's
+// head, backends/cuda/gemm_streamk.py) for min_plus / max_plus float32 only: functors without a
+// per-slab guard, no argmax, load_map / store_map the identity.
 //
 // One launch of G persistent blocks (G = resident slots, e.g. 132 SMs x 3). The output tiles split
 // into dp_tiles whole tiles (block b takes tiles b, b + G, ...) and the last sk_tiles tiles (the
@@ -21,7 +22,7 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN), MINB)
 sr_gemm_sk(const typename SR::type* __restrict__ A, const typename SR::type* __restrict__ B,
            const typename SR::type* __restrict__ C, typename SR::type* __restrict__ D,
            typename SR::type* __restrict__ WS, int* __restrict__ CNT, i64 m, i64 n, i64 k, int vec,
-           int dp_tiles, int sk_tiles, int maxc) {
+           int dp_tiles, int sk_tiles, int maxc, int whole_first) {
   typedef typename SR::type T;
   static_assert(!SR::kSplit && !SR::kMask && !SR::kPair, "stream-k: plain slab body only");
   constexpr int NX = BN / TN, NY = BM / TM, NT = NX * NY;
@@ -34,7 +35,7 @@ sr_gemm_sk(const typename SR::type* __restrict__ A, const typename SR::type* __r
   __shared__ int last;
 
   const int tid = threadIdx.x, tx = tid % NX, ty = tid / NX;
-  const i64 tiles_n = (n + BN - 1) / BN, KI = (k + BK - 1) / BK;
+  const i64 KI = (k + BK - 1) / BK;
   const i64 G = gridDim.x, bid = blockIdx.x;
   const T z = SR::zero(), o = SR::one();
   T acc[TM][TN];
@@ -127,14 +128,15 @@ sr_gemm_sk(const typename SR::type* __restrict__ A, const typename SR::type* __r
 
   // the work items, one call site each for the loop and the epilogue (two inlined copies of the
   // unrolled slab loop measured 3.6 % slower at 4096³): first the stream-k share, iterations
-  // [s, e) of I, a segment a tile; then the whole tiles bid, bid + G, ...
+  // [s, e) of I, a segment a tile; then the whole tiles bid, bid + G, ... (whole_first: the
+  // other way round)
   const i64 I = (i64)sk_tiles * KI, tiles_m = (m + BM - 1) / BM;
   i64 s = sk_start(bid, I, G);
   const i64 e = sk_start(bid + 1, I, G);
   i64 whole = bid;
   for (;;) {
     i64 t = -1, tile, ib = 0, ie = KI;
-    if (s < e) {
+    if (s < e && (!whole_first || whole >= dp_tiles)) {
       t = s / KI;
       ib = s - t * KI;
       ie = (e < (t + 1) * KI ? e : (t + 1) * KI) - t * KI;
