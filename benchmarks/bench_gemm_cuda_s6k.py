@@ -38,6 +38,9 @@ from pytropical_gpu.backends.cuda import gemm_launch, kernels  # noqa: E402
 SHAPES = [(67, 97, 83), (130, 132, 260), (200, 1000, 130), (256, 2048, 384), (9, 33, 130),
           (64, 1024, 128), (333, 517, 700)]  # (m, k, n)
 TIMED = [(2048, 2048, 2048), (1536, 1536, 1536), (3072, 3072, 3072)]
+#: run 2 (--run 2): the same and the shapes a shape rule would have to cover
+TIMED2 = TIMED + [(4096, 4096, 4096), (1024, 1024, 1024), (1536, 2048, 2048), (2048, 8192, 2048),
+                  (8192, 8192, 8192)]
 BM, BN, BK = kernels.TILES["big3"][:3]
 FUNCTORS = {"min_plus": "ptg::MinPlus<float>", "max_plus": "ptg::MaxPlus<float>"}
 
@@ -45,19 +48,32 @@ FUNCTORS = {"min_plus": "ptg::MinPlus<float>", "max_plus": "ptg::MaxPlus<float>"
 def units_spec(name):
     return kernels.ModuleSpec(
         f"s6units:{name}", "semiring_gemm.cu",
-        {"units": f"ptg::sr_gemm_units<{FUNCTORS[name]}, 64, 128, 8, 8, 8, 3>"},
+        {"units": f"ptg::sr_gemm_units<{FUNCTORS[name]}, 64, 128, 8, 8, 8, 3>",
+         "units2": f"ptg::sr_gemm_units2<{FUNCTORS[name]}, 64, 128, 8, 8, 8, 3>"},
         extra=(ROOT / "benchmarks" / "gemm_units_s6.cu").read_text())
 
 
-def layouts(T, slots):
-    """name -> (W whole tiles, U split units, dyn, blocks) for T output tiles."""
+def layouts(T, slots, run=1):
+    """name -> (W whole tiles, U split units, dyn, blocks, kernel version) for T output tiles."""
     w = (T // slots) * slots
     tail = T - w
+    if run == 2:
+        sk_all = slots * (T // slots + 2)
+        lay = {"v1 grid whole": (T, 0, 0, T, 1), "v1 grid tail-sk": (w, slots, 0, w + slots, 1),
+               "v2 grid whole": (T, 0, 0, T, 2), "v2 grid tail-sk": (w, slots, 0, w + slots, 2),
+               "v2 grid tail-sk2": (w, 2 * slots, 0, w + 2 * slots, 2),
+               "v2 grid sk-all": (0, sk_all, 0, sk_all, 2), "v2 dyn tail-sk": (w, slots, 1, slots, 2)}
+        out = {}
+        for k, v in lay.items():
+            if (v[0] < T or "whole" in k) and v not in out.values():
+                out[k] = v
+        return out
     lay = {"grid whole": (T, 0, 0, T), "grid split3": (0, 3 * T, 0, 3 * T),
            "grid tail3": (w, 3 * tail, 0, w + 3 * tail), "grid tail-sk": (w, slots, 0, w + slots),
            "grid sk-all": (0, slots * (T // slots + 2), 0, slots * (T // slots + 2)),
            "dyn whole": (T, 0, 1, slots), "dyn split3": (0, 3 * T, 1, slots),
            "dyn tail3": (w, 3 * tail, 1, slots), "dyn tail-sk": (w, slots, 1, slots)}
+    lay = {k: v + (1,) for k, v in lay.items()}
     seen, out = set(), {}
     for k, v in lay.items():
         if v[1] == 0 and v[0] < T or v in seen:
@@ -71,6 +87,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--json", default="gemm_s6k.json")
     p.add_argument("--workers", type=int, default=16)
+    p.add_argument("--run", type=int, default=1, help="2: the register-lean kernel (units2), more shapes")
     args = p.parse_args(argv)
     import cupy as cp
 
@@ -105,7 +122,7 @@ def main(argv=None) -> int:
         return gemm_launch.run(be, sp[name], a, b, c, False, pl, False)[0], pl
 
     def units(name, a, b, c, lay):
-        W, U, dyn, G = lay
+        W, U, dyn, G, ver = lay
         _, m, k = a.shape
         n = b.shape[2]
         assert k > 0
@@ -119,9 +136,12 @@ def main(argv=None) -> int:
         ws, cnt = bufs[key]
         d = cp.empty((1, m, n), np.float32)
         vec = int(k % 4 == 0 and n % 4 == 0 and a.data.ptr % 16 == 0 and b.data.ptr % 16 == 0)
-        kernels.function(us[name], "units")((G if dyn else W + U,), (128,), (
-            a, b, np.uint64(0) if c is None else c, d, ws, cnt, np.int64(m), np.int64(n), np.int64(k),
-            np.int32(vec), np.int32(W), np.int32(U), np.int32(maxc), np.int32(dyn)))
+        args = (a, b, np.uint64(0) if c is None else c, d, ws, cnt, np.int64(m), np.int64(n), np.int64(k),
+                np.int32(vec), np.int32(W), np.int32(U), np.int32(maxc), np.int32(dyn))
+        if ver == 2:
+            ki = ceil_div(k, BK)
+            args += (np.int64(ki), np.int64(ceil_div(m, BM)), np.int64(ts * ki))
+        kernels.function(us[name], "units" if ver == 1 else "units2")((G if dyn else W + U,), (128,), args)
         return d, cnt
 
     rng = np.random.default_rng(1)
@@ -132,11 +152,14 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     for (m, k, n) in SHAPES:
         T = ceil_div(m, BM) * ceil_div(n, BN)
-        lays = dict(layouts(T, slots))
-        lays.update({"grid half+crossing": (T // 2, 7 * (T - T // 2) // 3 + 1, 0, 0),
-                     "dyn5 third+crossing": (T // 3, 2 * (T - T // 3) + 1, 1, 5),
-                     "dyn2 split3": (0, 3 * T, 1, 2), "dyn1 sk": (0, 5 * T + 1, 1, 1)})
-        lays = {kk: (v[0], v[1], v[2], v[3] or v[0] + v[1]) for kk, v in lays.items()
+        lays = dict(layouts(T, slots, args.run))
+        for ver in (1,) if args.run == 1 else (2,):
+            vp = "" if ver == 1 else "v2 "
+            lays.update({vp + "grid half+crossing": (T // 2, 7 * (T - T // 2) // 3 + 1, 0, 0, ver),
+                         vp + "dyn5 third+crossing": (T // 3, 2 * (T - T // 3) + 1, 1, 5, ver),
+                         vp + "dyn2 split3": (0, 3 * T, 1, 2, ver),
+                         vp + "dyn1 sk": (0, 5 * T + 1, 1, 1, ver)})
+        lays = {kk: (v[0], v[1], v[2], v[3] or v[0] + v[1], v[4]) for kk, v in lays.items()
                 if v[0] < T or v[1] == 0}
         for name in FUNCTORS:
             for kind in ("mixed", "nozero"):
@@ -149,8 +172,9 @@ def main(argv=None) -> int:
                     ga, gb = cp.asarray(a)[None], cp.asarray(b)[None]
                     gc = None if c is None else cp.asarray(c)[None]
                     base = default(name, ga, gb, gc)[0].get()[0]
-                    s3 = default(name, ga, gb, gc, ks=3)[0].get()[0]
-                    res = {"default": (base, None), "split3+combine": (s3, None)}
+                    res = {"default": (base, None)}
+                    if args.run == 1:
+                        res["split3+combine"] = (default(name, ga, gb, gc, ks=3)[0].get()[0], None)
                     for ln, lay in lays.items():
                         for rep in range(2):  # twice: the counters must be back at 0
                             d, cnt = units(name, ga, gb, gc, lay)
@@ -168,7 +192,7 @@ def main(argv=None) -> int:
     log(f"small checks: {len(out['checks'])} in {time.perf_counter() - t0:.1f} s, failed {sorted(failed)}")
     save()
     big = {}
-    for (m, k, n) in TIMED:
+    for (m, k, n) in TIMED if args.run == 1 else TIMED2:
         a = cp.asarray(rng.standard_normal((1, m, k), dtype=np.float32))
         b = cp.asarray(rng.standard_normal((1, k, n), dtype=np.float32))
         big[(m, k, n)] = (a, b)
@@ -183,7 +207,9 @@ def main(argv=None) -> int:
         if not okn:
             failed.add("default")
         vs = {"split3+combine": lambda a=a, b=b, name=name: default(name, a, b, ks=3)[0]}
-        for ln, lay in layouts(T, slots).items():
+        if args.run == 2:
+            vs = {}
+        for ln, lay in layouts(T, slots, args.run).items():
             vs[ln] = lambda lay=lay, a=a, b=b, name=name: units(name, a, b, None, lay)[0]
         for vn, fn in vs.items():
             d = fn()
@@ -210,15 +236,15 @@ def main(argv=None) -> int:
             size, fl = f"{m}x{k}x{n}", 2 * m * n * k
             T = ceil_div(m, BM) * ceil_div(n, BN)
             vs = {"default": lambda a=a, b=b: default(name, a, b)}
-            if "split3+combine" not in failed:
+            if "split3+combine" not in failed and args.run == 1:
                 vs["split3+combine"] = lambda a=a, b=b: default(name, a, b, ks=3)
-            for ln, lay in layouts(T, slots).items():
+            for ln, lay in layouts(T, slots, args.run).items():
                 if ln not in failed:
                     vs[ln] = lambda lay=lay, a=a, b=b: units(name, a, b, None, lay)
             vs["default (end)"] = vs["default"]
             for vn, fn in vs.items():
-                t = timer(fn, 9, inner=10)
-                lay = layouts(T, slots).get(vn)
+                t = timer(fn, 5, inner=1) if m * n * k > 2**36 else timer(fn, 9, inner=10)
+                lay = layouts(T, slots, args.run).get(vn)
                 record(vn, size, t, fl, round=rnd, layout=lay)
     save()
     log(f"wrote {args.json}; failed: {out['failed']}")
