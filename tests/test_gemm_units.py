@@ -6,7 +6,8 @@ tile to exactly one unit, with contributor slots inside the workspace; the backe
 plan's single ``big3`` launch with k >= MIN_K, nothing else. Device part: the kernel against the
 independent reference, bit for bit in value, on odd shapes with ±inf, -0.0, ties and NaN products
 (inf - inf), with and without ``c``, on the device's slots and on few (whole tiles, tiles split
-over several units, units spanning tiles), twice (the counters are back at 0); the backend takes it
+over several units, units spanning tiles), one unit a block and by ticket, twice (the counters are
+back at 0); the backend takes it
 where the rule says, argmax keeps the tiles, and a NaN operand is still refused."""
 
 from __future__ import annotations
@@ -127,9 +128,10 @@ def _operands(rng, name, m, k, n):
 @pytest.mark.parametrize("name", PLUS)
 @pytest.mark.parametrize(("m", "k", "n"), [(67, 97, 83), (200, 1000, 130), (333, 517, 700), (130, 2048, 260),
                                            (9, 5, 130)])
-@pytest.mark.parametrize("slots", [None, 5, 7])
+@pytest.mark.parametrize(("slots", "ticket"),
+                         [(None, False), (5, False), (7, False), (None, True), (2, True)])
 @pytest.mark.parametrize("with_c", [False, True], ids=["", "c"])
-def test_units_exact(rng, name, m, k, n, slots, with_c):
+def test_units_exact(rng, name, m, k, n, slots, ticket, with_c):
     require_backend("cuda")
     import cupy as cp
 
@@ -140,8 +142,9 @@ def test_units_exact(rng, name, m, k, n, slots, with_c):
     spec = gemm_units.spec(name)
     for _ in range(2):  # the second call finds the counters the first one left at 0
         d = gemm_units.run(be, spec, cp.asarray(a)[None], cp.asarray(b)[None],
-                           None if c is None else cp.asarray(c)[None], slots=slots)
+                           None if c is None else cp.asarray(c)[None], slots=slots, ticket=ticket)
         np.testing.assert_array_equal(d.get()[0], want)
+    assert not gemm_units._buffers[(cp.cuda.Device().id, cp.cuda.get_current_stream().ptr)][1].any()
 
 
 @pytest.mark.parametrize("name", PLUS)

@@ -1,7 +1,9 @@
 """The ``big3`` tile over work units (``sr_gemm_units`` in ``cuda/semiring_gemm_units.cu``) for
 min_plus / max_plus float32 without argmax: one launch, the whole waves of output tiles as whole
 tiles and the last partial wave's k-iterations spread over every resident slot (3 blocks per SM),
-the split tiles folded exactly with ⊕ (min / max is associative and commutative).
+the split tiles folded exactly with ⊕ (min / max is associative and commutative). One block a unit
+(the hardware starts the split units as whole tiles finish); ``ticket=True`` runs ``slots``
+persistent blocks taking units from an atomic counter instead (measured slower; for tests).
 
 :func:`layout` is pure (tests and benchmarks ask it); :func:`wanted` is the shape rule the backend
 uses: wherever the plan is a single ``big3`` launch (no split k) of one product with k >= ``MIN_K``,
@@ -66,22 +68,22 @@ def wanted(name: str, dtype, role: str, ks: int, k: int, batch: int, argmax: boo
             and name in SEMIRINGS and np.dtype(dtype) == np.float32)
 
 
-def _buffers_for(cp, ws_elems: int, tiles: int):
+def _buffers_for(cp, ws_elems: int, counters: int):
     key = (cp.cuda.Device().id, cp.cuda.get_current_stream().ptr)
     with _lock:
         ws, cnt = _buffers.get(key, (None, None))
         if ws is None or ws.size < ws_elems:
             ws = cp.empty(max(ws_elems, 1), np.float32)
-        if cnt is None or cnt.size < tiles:
-            cnt = cp.zeros(max(tiles, 1), np.int32)
+        if cnt is None or cnt.size < counters:
+            cnt = cp.zeros(counters, np.int32)
         _buffers[key] = (ws, cnt)
         return ws, cnt
 
 
-def run(be, spec, a, b, c, slots: int | None = None):
+def run(be, spec, a, b, c, slots: int | None = None, ticket: bool = False):
     """D = C ⊕ A ⊗ B for (1, m, k) a, (1, k, n) b (k > 0) and c (1, m, n) or None, laid out for
-    ``slots`` resident blocks (default: 3 per SM; fewer only change the split, not the answer);
-    returns d (1, m, n)."""
+    ``slots`` resident blocks (default: 3 per SM; fewer only change the split, not the answer),
+    one block a unit or (``ticket``) ``slots`` blocks taking units from a counter; returns d."""
     cp = be._cp
     _, m, k = a.shape
     n = b.shape[2]
@@ -91,11 +93,13 @@ def run(be, spec, a, b, c, slots: int | None = None):
     split = ceil_div(m, bm) * ceil_div(n, bn) - w
     ki = ceil_div(k, bk)
     d = cp.empty((1, m, n), np.float32)
-    ws, cnt = _buffers_for(cp, split * maxc * bm * bn, split)
+    # counters: the ticket, the blocks out (ticket mode), then one a split tile
+    ws, cnt = _buffers_for(cp, split * maxc * bm * bn, split + 2)
     vec = int(k % 4 == 0 and n % 4 == 0 and a.data.ptr % 16 == 0 and b.data.ptr % 16 == 0)
-    kernels.function(spec, ROLE)((w + u,), ((bm // tm) * (bn // tn),), (
+    kernels.function(spec, ROLE)((slots if ticket else w + u,), ((bm // tm) * (bn // tn),), (
         a, b, _NULL if c is None else c, d, ws, cnt, _i64(m), _i64(n), _i64(k), np.int32(vec),
-        np.int32(w), np.int32(u), np.int32(maxc), _i64(ki), _i64(ceil_div(m, bm)), _i64(split * ki)))
+        np.int32(w), np.int32(u), np.int32(maxc), np.int32(ticket), _i64(ki), _i64(ceil_div(m, bm)),
+        _i64(split * ki)))
     return d
 
 
