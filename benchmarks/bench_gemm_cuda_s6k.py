@@ -1,6 +1,7 @@
 """Issue 14, CUDA GEMM (sixth session): min_plus f32 2048³ on work units instead of one tile a block.
 
-``sr_gemm_units`` (benchmarks/gemm_units_s6.cu, an experiment on the ``big3`` tile): whole tiles
+``sr_gemm_units`` (run 1: benchmarks/gemm_units_s6.cu, an experiment on the ``big3`` tile; run 2's
+register-lean "v2" ("units2" in the notes) is the library's cuda/semiring_gemm_units.cu): whole tiles
 and k-split units in one launch, split tiles folded exactly in-kernel (last arrival folds with ⊕),
 handed out by the hardware (one unit a block, ``grid``) or by an atomic ticket to 396 persistent
 blocks (``dyn``), beside the default ``big3`` grid and plain split k 3 + ``sr_combine``, with a
@@ -33,7 +34,7 @@ from bench_gemm_sweep import Timer, baselines, precompile  # noqa: E402
 from reference import ref_matmul  # noqa: E402
 
 from pytropical_gpu.backends.base import ceil_div  # noqa: E402
-from pytropical_gpu.backends.cuda import gemm_launch, kernels  # noqa: E402
+from pytropical_gpu.backends.cuda import gemm_launch, gemm_units, kernels  # noqa: E402
 
 SHAPES = [(67, 97, 83), (130, 132, 260), (200, 1000, 130), (256, 2048, 384), (9, 33, 130),
           (64, 1024, 128), (333, 517, 700)]  # (m, k, n)
@@ -48,8 +49,7 @@ FUNCTORS = {"min_plus": "ptg::MinPlus<float>", "max_plus": "ptg::MaxPlus<float>"
 def units_spec(name):
     return kernels.ModuleSpec(
         f"s6units:{name}", "semiring_gemm.cu",
-        {"units": f"ptg::sr_gemm_units<{FUNCTORS[name]}, 64, 128, 8, 8, 8, 3>",
-         "units2": f"ptg::sr_gemm_units2<{FUNCTORS[name]}, 64, 128, 8, 8, 8, 3>"},
+        {"units": f"ptg::sr_gemm_units<{FUNCTORS[name]}, 64, 128, 8, 8, 8, 3>"},
         extra=(ROOT / "benchmarks" / "gemm_units_s6.cu").read_text())
 
 
@@ -107,7 +107,8 @@ def main(argv=None) -> int:
     sp = {name: kernels.gemm_spec(get_semiring(name), np.dtype(np.float32)) for name in FUNCTORS}
     us = {name: units_spec(name) for name in FUNCTORS}
     t0 = time.perf_counter()
-    out["compile"] = {"cpu_s": precompile(list(sp.values()) + list(us.values()), args.workers),
+    out["compile"] = {"cpu_s": precompile(list(sp.values()) + list(us.values()) + list(gemm_units.SPECS),
+                                          args.workers),
                       "wall_s": time.perf_counter() - t0}
     log(f"compiled {out['compile']}")
     sms = be._sm_count()
@@ -141,7 +142,9 @@ def main(argv=None) -> int:
         if ver == 2:
             ki = ceil_div(k, BK)
             args += (np.int64(ki), np.int64(ceil_div(m, BM)), np.int64(ts * ki))
-        kernels.function(us[name], "units" if ver == 1 else "units2")((G if dyn else W + U,), (128,), args)
+        fn = (kernels.function(us[name], "units") if ver == 1
+              else kernels.function(gemm_units.spec(name), gemm_units.ROLE))  # run 2's units2
+        fn((G if dyn else W + U,), (128,), args)
         return d, cnt
 
     rng = np.random.default_rng(1)
