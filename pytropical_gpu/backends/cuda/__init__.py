@@ -60,13 +60,13 @@ def create():
 
 def module_specs():
     """Every module/instantiation the backend compiles (for the nvcc compile test)."""
-    from .gemm_streamk import SPECS as SK_SPECS
+    from .gemm_units import SPECS as UNITS_SPECS
     from .kernels import module_specs as specs
     from .search_group import SPEC as GROUP_SPEC
     from .search_launch import SPECS as SEARCH_SPECS  # search names its kernels there
     from .search_pdl import SPEC as PDL_SPEC
 
-    return specs() + list(SEARCH_SPECS) + [PDL_SPEC, GROUP_SPEC] + list(SK_SPECS)
+    return specs() + list(SEARCH_SPECS) + [PDL_SPEC, GROUP_SPEC] + list(UNITS_SPECS)
 
 
 def mark_opened() -> None:

@@ -16,7 +16,7 @@ from ...semirings import Semiring
 from ...types import SoftTernaryVec
 from .. import _process
 from ..base import Backend, ceil_div
-from . import gemm_launch, gemm_streamk, kernels, search_launch, vsa_launch
+from . import gemm_launch, gemm_units, kernels, search_launch, vsa_launch
 from .launch import wrap_errors
 
 _MAX_GRID_YZ = 65535
@@ -115,8 +115,8 @@ class CudaBackend(Backend):
         spec = kernels.gemm_spec(sr, dt)
         p = gemm_launch.plan(m, n, k, batch, dt.itemsize, argmax, sr.builtin, self._sm_count(),
                              spec.names, self.big_tile)
-        if sr.builtin and gemm_streamk.wanted(sr.name, dt, m, n, k, batch, argmax):
-            return gemm_streamk.run(self, gemm_streamk.spec(sr.name), a, b, c), None
+        if sr.builtin and gemm_units.wanted(sr.name, dt, p.role, p.ks, k, batch, argmax):
+            return gemm_units.run(self, gemm_units.spec(sr.name), a, b, c), None
         q = gemm_launch.variant_plan(p, spec.names, "dpx_")
         if q is not None and self._dpx_ok(spec, sr, dt, a, b, facts):
             return gemm_launch.run(self, spec, a, b, c, argmax, q, True)
