@@ -29,6 +29,8 @@ from ...semirings import Semiring, get_semiring
 from . import fastpath as fp
 from . import stats
 from .array import WgpuArray, _Storage
+from .fastbuf import _facts_slot, _operand
+from .fastrecord import _GEMM_DTYPES, _GemmRecord, _whole, separate
 from .runtime import Binding, Dispatch
 
 _new = object.__new__
@@ -62,7 +64,7 @@ def _plan(be, eng, recs: dict, key: tuple, a, b, semiring):
     False when the fast path does not cover such calls (kept too: the same answer every time)."""
     plan = False
     dt = a.dtype
-    ok = b.dtype == dt and dt in fp._GEMM_DTYPES and len(a.shape) == 2 and len(b.shape) == 2
+    ok = b.dtype == dt and dt in _GEMM_DTYPES and len(a.shape) == 2 and len(b.shape) == 2
     if ok:
         (m, k), (k2, n) = a.shape, b.shape
         ok = k == k2 and m and k and n
@@ -72,7 +74,7 @@ def _plan(be, eng, recs: dict, key: tuple, a, b, semiring):
             base = ("mm", sr, dt, m, k, n)
             if base not in recs:  # the checks that depend only on the key, in the generic order
                 be._check_semiring(sr, sr.check_dtype(dt))
-                if not fp._whole(eng, sr, dt, m, k, n):
+                if not _whole(eng, sr, dt, m, k, n):
                     base = None
                 else:
                     recs[base] = True
@@ -134,8 +136,7 @@ def matmul(be, a, b, semiring, c=None, out=None, return_argmax=False):
     if sb.error is not None:
         sb.check()
     if not rec.fslots:  # the separate facts dispatch: fastpath's general recording
-        return fp.separate(eng, rec, (fp._operand(eng, a), fp._operand(eng, b)), plan.dt,
-                           plan.shape)
+        return separate(eng, rec, (_operand(eng, a), _operand(eng, b)), plan.dt, plan.shape)
     keep = eng._keep
     # the result's facts written by the GEMM itself, a set per workgroup, into the batch's arena
     nf = 32 * rec.fslots
@@ -145,12 +146,12 @@ def matmul(be, a, b, semiring, c=None, out=None, return_argmax=False):
         arena = arena[1]
         at = arena.slot(nf)
     if at is None:
-        arena, at = fp._facts_slot(eng, nf)
+        arena, at = _facts_slot(eng, nf)
     reader = _new(stats.Reader)
     reader.eng, reader.kind, reader.slots, reader.offset, reader.arena = eng, rec.kind, \
         rec.fslots, at, arena
     reader.handle, reader.capacity, reader.values = arena.handle, None, None
-    # the result: a pool buffer owned at once by a new WgpuArray (as fastpath._result)
+    # the result: a pool buffer owned at once by a new WgpuArray (as fastbuf._result)
     cap, nbytes, dt = rec.cap, rec.nbytes, plan.dt
     h = eng.pool.take(cap)
     st = _Storage(eng, h, nbytes, cap, True)
@@ -177,7 +178,8 @@ def _record(eng, recs: dict, plan: _Plan, special: bool, fused: int):
     key = plan.base + (special, fused)
     rec = recs.get(key)
     if rec is None:
-        rec = recs[key] = fp._GemmRecord(eng, plan.sr, plan.dt, plan.m, plan.k, plan.n, special)
+        rec = recs[key] = _GemmRecord(eng, plan.sr, plan.dt, plan.m, plan.k, plan.n, special,
+                                      fused)
         eng.count("fast_records")
     return rec
 
@@ -185,7 +187,7 @@ def _record(eng, recs: dict, plan: _Plan, special: bool, fused: int):
 # ---------------------------------------------------------------------- deferred checks
 class _Group:
     """The deferred checks of consecutive fast GEMMs of one (backend, semiring, dtype, flushing
-    rule), run at the batch's end as :func:`.fastpath._deferred` runs each: a's NaN (if it was
+    rule), run at the batch's end as :func:`.fastchecks._deferred` runs each: a's NaN (if it was
     pending), b's, then the flushing adapter's operand rule; the first failure raises."""
 
     __slots__ = ("be", "sr", "dt", "flushing", "items")
