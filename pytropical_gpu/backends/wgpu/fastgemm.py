@@ -30,6 +30,7 @@ from . import fastpath as fp
 from . import stats
 from .array import WgpuArray, _Storage
 from .fastbuf import _facts_slot, _operand
+from .fastchecks import _quiet, cleared
 from .fastrecord import _GEMM_DTYPES, _GemmRecord, _whole, separate
 from .runtime import Binding, Dispatch
 
@@ -38,9 +39,6 @@ _tnew = tuple.__new__  # a NamedTuple made without its __new__'s Python frame (s
 _local = batch._local
 #: False: every fast GEMM takes :func:`.fastpath.matmul` (the path before plans; benchmarks compare)
 PLANS = True
-#: both smallest magnitudes at least this (and no subnormals): no flushing rule can fire
-#: (⊗ plus needs both below 2**-102; ⊗ times a product below 2**-126 = (2**-63)**2)
-_QUIET = 2.0**-63
 
 
 class _Plan:
@@ -150,7 +148,7 @@ def matmul(be, a, b, semiring, c=None, out=None, return_argmax=False):
     reader = _new(stats.Reader)
     reader.eng, reader.kind, reader.slots, reader.offset, reader.arena = eng, rec.kind, \
         rec.fslots, at, arena
-    reader.handle, reader.capacity, reader.values = arena.handle, None, None
+    reader.handle, reader.capacity, reader.values, reader.words = arena.handle, None, None, None
     # the result: a pool buffer owned at once by a new WgpuArray (as fastbuf._result)
     cap, nbytes, dt = rec.cap, rec.nbytes, plan.dt
     h = eng.pool.take(cap)
@@ -198,7 +196,12 @@ class _Group:
     def __call__(self) -> None:
         be, sr, dt, flushing = self.be, self.sr, self.dt, self.flushing
         screen = flushing and sr.builtin
-        for fa, fb, la, lb in self.items:  # (``f.nan`` read from its dict: the same value)
+        items = self.items
+        if stats.WORDS and (screen or not flushing):  # the items that cannot raise, at once
+            ok = cleared(items, flushing)
+            if ok is not None:
+                items = [it for it, c in zip(items, ok) if not c]
+        for fa, fb, la, lb in items:  # (``f.nan`` read from its dict: the same value)
             if la and (fa._v if "nan" in fa._v else fa._group("nan"))["nan"]:
                 _no_nan("a", fa)
             if lb and (fb._v if "nan" in fb._v else fb._group("nan"))["nan"]:
@@ -207,14 +210,6 @@ class _Group:
                 got = be._flush_rule("matmul", sr, dt, {"a": fa, "b": fb})
                 if got is not None:
                     raise got[0](got[1])
-
-
-def _quiet(f: Facts) -> bool:
-    """No flushing rule can fire on this float operand (see ``_QUIET``); False when unsure."""
-    v = f._v
-    if "min_abs" not in v:  # (as f["subnormal"]: both groups learned, from the device words)
-        v = f._group("min_abs")
-    return v["subnormal"] == 0 and v["min_abs"] >= _QUIET
 
 
 def _defer(cur, be, plan: _Plan, fa, fb, pa: bool, pb: bool) -> None:
