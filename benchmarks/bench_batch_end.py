@@ -80,22 +80,17 @@ def _checks(ctx, chain, ref) -> None:
         raise h.CheckFailed(f"a NaN made in the batch: {msgs}")
 
 
-_ARENA: list = []  # the micro rounds' one arena (a new one per round made the pool create buffers)
-
-
-def _micro(be, eng, n: int, flushing: bool) -> float:
+def _micro(be, eng, n: int, flushing: bool, arena) -> float:
     """Seconds of the end's decode and checks alone for ``n`` results as the chain leaves them
     (fused facts, 4 workgroups each, in one arena; each the pending a of one product whose b is a
     resident operand): one ``read_many`` and the fast path's group of checks, objects made
-    beforehand and kept (no deallocation timed), the collector off."""
+    beforehand and kept (no deallocation timed), the collector off. ``arena``: the rounds' one
+    facts arena (a new one per round made the pool create buffers while timed)."""
     from pytropical_gpu.backends.wgpu.fastgemm import _Group
     from pytropical_gpu.facts import Facts
     from pytropical_gpu.semirings import get_semiring
 
     dt = np.dtype(np.float32)
-    if not _ARENA or _ARENA[0].eng is not eng:
-        _ARENA[:] = [stats.Arena(eng)]
-    arena = _ARENA[0]
     readers = [stats.Reader(eng, None, "f32", 4, arena, 128 * i) for i in range(n)]
     fb = Facts.of_host(np.ones((64, 64), np.float32))
     g = _Group(be, get_semiring("min_plus"), dt, flushing)
@@ -157,11 +152,13 @@ def main(argv=None) -> int:
                          f"checks {ch:.2f}")
             ratio = rows[-1]["end_us_per_op"] / rows[-2]["end_us_per_op"]
             micro = {v: [] for v in VARIANTS}
+            arena = stats.Arena(eng)  # (back to the pool when dropped below)
             for _ in range(3 * args.rounds):
                 for v in VARIANTS:
                     stats.WORDS = v == "words"
-                    micro[v].append(_micro(be, eng, min(args.ops, 500), flushing) * 1e6
+                    micro[v].append(_micro(be, eng, min(args.ops, 500), flushing, arena) * 1e6
                                     / min(args.ops, 500))
+            del arena
             med = {v: statistics.median(micro[v]) for v in VARIANTS}
             low = {v: min(micro[v]) for v in VARIANTS}  # (a loaded host: the least disturbed)
             rows.append({"variant": "ratio_words_over_dicts", "flushing": flushing,
