@@ -13,10 +13,17 @@ A resident :class:`~pytropical_gpu.backends.wgpu.array.WgpuArray` computes its f
 not, get fresh facts per call: they are the caller's mutable arrays, and a fact kept from
 ``to_device`` would go stale after an in-place write (a missed NaN, a wrong DPX choice), while the
 device reductions cost one pass over the operand against the product's m·n·k.
+
+Within one verb call the facts are shared (:data:`CALL`): "auto" routing asks a flushing wgpu
+adapter whether the call is exact (:mod:`pytropical_gpu._route_exact`), and the operation then checks
+the same operands; the facts learned of a host operand by the first serve the second, so its values
+are scanned once. They are kept for that call only (the verb drops them when it returns or raises):
+the next call may follow an in-place change.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -206,12 +213,33 @@ def _small(x: Any, xp: Any, dt: np.dtype) -> dict:
     return {"min_abs": smallest, "subnormal": sub}
 
 
+class _Call(threading.local):
+    """The facts learned during the verb call running on this thread: ``shared`` maps an operand's
+    ``id`` to ``(operand, xp, Facts)`` while a verb call is open (it sets ``{}`` first and None
+    when it returns), else None: nothing is shared."""
+
+    shared: dict | None = None
+
+
+#: this thread's open verb call (see the module docstring)
+CALL = _Call()
+
+
 def of(x: Any, xp: Any = None) -> Facts:
-    """The facts of a native operand: a WgpuArray's kept ones, else new (computed on first use)."""
+    """The facts of a native operand: a WgpuArray's kept ones, else those learned of the same
+    object earlier in this verb call (:data:`CALL`), else new (computed on first use)."""
     kept = getattr(x, "stats", None)
     if isinstance(kept, Facts):
         return kept
-    return Facts(x, _arrays.xp_of(x) if xp is None else xp)
+    xp = _arrays.xp_of(x) if xp is None else xp
+    shared = CALL.shared
+    if shared is None:
+        return Facts(x, xp)
+    got = shared.get(id(x))
+    if got is not None and got[0] is x and got[1] is xp:
+        return got[2]
+    f = shared[id(x)] = (x, xp, Facts(x, xp))  # (x kept: its id is not reused during the call)
+    return f[2]
 
 
 def guard_needed(sr: Any, dt: np.dtype, fa: Facts, fb: Facts) -> bool:
@@ -231,4 +259,4 @@ def guard_needed(sr: Any, dt: np.dtype, fa: Facts, fb: Facts) -> bool:
     return False
 
 
-__all__ = ["Facts", "guard_needed", "of"]
+__all__ = ["CALL", "Facts", "guard_needed", "of"]

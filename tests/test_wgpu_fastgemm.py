@@ -14,7 +14,7 @@ from test_wgpu_fastpath import _eng, _stat
 from conftest import require_backend
 from pytropical_gpu import HybridContext
 from pytropical_gpu.backends import get_backend
-from pytropical_gpu.backends.wgpu import fastgemm, fastpath
+from pytropical_gpu.backends.wgpu import fastpath
 
 
 @pytest.fixture
@@ -220,10 +220,10 @@ def test_flushing_rule_on_pending_facts_is_not_screened_away(ctx, monkeypatch, s
 def test_quiet_screen_bound():
     """The screen's bound: both smallest magnitudes at 2**-63 keep a product normal, and it is far
     above the sum rule's 2**-102 (the rules are in backends/wgpu/flush.py)."""
-    from pytropical_gpu.backends.wgpu import flush
+    from pytropical_gpu.backends.wgpu import fastchecks, flush
 
-    assert fastgemm._QUIET * fastgemm._QUIET >= flush.TINY
-    assert fastgemm._QUIET > flush.PLUS_LIMIT
+    assert fastchecks._QUIET * fastchecks._QUIET >= flush.TINY
+    assert fastchecks._QUIET > flush.PLUS_LIMIT
 
 
 def test_a_discarded_batchs_result_raises_at_the_call(ctx):

@@ -193,7 +193,8 @@ def test_many_results_share_facts_arenas_and_give_them_back(ctx, rng, monkeypatc
 def test_a_batch_end_decodes_each_result_once(ctx, monkeypatch):
     """The generic path queues two checks per product whose operand's facts are pending (the NaN
     refusal and the operand rule), so the batch's end lists such a result twice: its words are
-    decoded once. The fast path queues one group for the products' checks (one item each)."""
+    decoded once. The fast path queues one group for the products' checks (one item each), which
+    reads the words as arrays: no result is decoded until its facts are asked (then once)."""
     monkeypatch.setattr(_eng(), "flushes_subnormals", True)  # the operand rule defers too
     A = ctx.to_device(np.ones((64, 64), np.float32))
     calls = []
@@ -203,13 +204,18 @@ def test_a_batch_end_decodes_each_result_once(ctx, monkeypatch):
         monkeypatch.setattr(fastpath, "ENABLED", fast)
         calls.clear()
         with ctx.batch() as b:
-            x = A
+            x, xs = A, []
             for _ in range(5):
                 x = ctx.matmul(x, A, "min_plus")
+                xs.append(x)
             assert (len(b.checks), len(b.facts)) == (queued, 8 if not fast else 4)
             if fast:
                 assert len(b.checks[0].items) == 4
-        assert len(calls) == 4
+        assert len(calls) == (0 if fast else 4)
+        for _ in range(2):
+            assert xs[1].stats.as_dict() == {"nan": False, "inf": False, "subnormal": 0,
+                                             "min_abs": 3.0}
+        assert len(calls) == (1 if fast else 4)
         np.testing.assert_array_equal(ctx.to_host(x), np.full((64, 64), 6, np.float32))
 
 

@@ -29,6 +29,9 @@ from ...semirings import Semiring, get_semiring
 from . import fastpath as fp
 from . import stats
 from .array import WgpuArray, _Storage
+from .fastbuf import _facts_slot, _operand
+from .fastchecks import _quiet, cleared
+from .fastrecord import _GEMM_DTYPES, _GemmRecord, _whole, separate
 from .runtime import Binding, Dispatch
 
 _new = object.__new__
@@ -36,9 +39,6 @@ _tnew = tuple.__new__  # a NamedTuple made without its __new__'s Python frame (s
 _local = batch._local
 #: False: every fast GEMM takes :func:`.fastpath.matmul` (the path before plans; benchmarks compare)
 PLANS = True
-#: both smallest magnitudes at least this (and no subnormals): no flushing rule can fire
-#: (⊗ plus needs both below 2**-102; ⊗ times a product below 2**-126 = (2**-63)**2)
-_QUIET = 2.0**-63
 
 
 class _Plan:
@@ -62,7 +62,7 @@ def _plan(be, eng, recs: dict, key: tuple, a, b, semiring):
     False when the fast path does not cover such calls (kept too: the same answer every time)."""
     plan = False
     dt = a.dtype
-    ok = b.dtype == dt and dt in fp._GEMM_DTYPES and len(a.shape) == 2 and len(b.shape) == 2
+    ok = b.dtype == dt and dt in _GEMM_DTYPES and len(a.shape) == 2 and len(b.shape) == 2
     if ok:
         (m, k), (k2, n) = a.shape, b.shape
         ok = k == k2 and m and k and n
@@ -72,7 +72,7 @@ def _plan(be, eng, recs: dict, key: tuple, a, b, semiring):
             base = ("mm", sr, dt, m, k, n)
             if base not in recs:  # the checks that depend only on the key, in the generic order
                 be._check_semiring(sr, sr.check_dtype(dt))
-                if not fp._whole(eng, sr, dt, m, k, n):
+                if not _whole(eng, sr, dt, m, k, n):
                     base = None
                 else:
                     recs[base] = True
@@ -134,8 +134,7 @@ def matmul(be, a, b, semiring, c=None, out=None, return_argmax=False):
     if sb.error is not None:
         sb.check()
     if not rec.fslots:  # the separate facts dispatch: fastpath's general recording
-        return fp.separate(eng, rec, (fp._operand(eng, a), fp._operand(eng, b)), plan.dt,
-                           plan.shape)
+        return separate(eng, rec, (_operand(eng, a), _operand(eng, b)), plan.dt, plan.shape)
     keep = eng._keep
     # the result's facts written by the GEMM itself, a set per workgroup, into the batch's arena
     nf = 32 * rec.fslots
@@ -145,12 +144,12 @@ def matmul(be, a, b, semiring, c=None, out=None, return_argmax=False):
         arena = arena[1]
         at = arena.slot(nf)
     if at is None:
-        arena, at = fp._facts_slot(eng, nf)
+        arena, at = _facts_slot(eng, nf)
     reader = _new(stats.Reader)
     reader.eng, reader.kind, reader.slots, reader.offset, reader.arena = eng, rec.kind, \
         rec.fslots, at, arena
-    reader.handle, reader.capacity, reader.values = arena.handle, None, None
-    # the result: a pool buffer owned at once by a new WgpuArray (as fastpath._result)
+    reader.handle, reader.capacity, reader.values, reader.words = arena.handle, None, None, None
+    # the result: a pool buffer owned at once by a new WgpuArray (as fastbuf._result)
     cap, nbytes, dt = rec.cap, rec.nbytes, plan.dt
     h = eng.pool.take(cap)
     st = _Storage(eng, h, nbytes, cap, True)
@@ -177,7 +176,8 @@ def _record(eng, recs: dict, plan: _Plan, special: bool, fused: int):
     key = plan.base + (special, fused)
     rec = recs.get(key)
     if rec is None:
-        rec = recs[key] = fp._GemmRecord(eng, plan.sr, plan.dt, plan.m, plan.k, plan.n, special)
+        rec = recs[key] = _GemmRecord(eng, plan.sr, plan.dt, plan.m, plan.k, plan.n, special,
+                                      fused)
         eng.count("fast_records")
     return rec
 
@@ -185,7 +185,7 @@ def _record(eng, recs: dict, plan: _Plan, special: bool, fused: int):
 # ---------------------------------------------------------------------- deferred checks
 class _Group:
     """The deferred checks of consecutive fast GEMMs of one (backend, semiring, dtype, flushing
-    rule), run at the batch's end as :func:`.fastpath._deferred` runs each: a's NaN (if it was
+    rule), run at the batch's end as :func:`.fastchecks._deferred` runs each: a's NaN (if it was
     pending), b's, then the flushing adapter's operand rule; the first failure raises."""
 
     __slots__ = ("be", "sr", "dt", "flushing", "items")
@@ -196,7 +196,12 @@ class _Group:
     def __call__(self) -> None:
         be, sr, dt, flushing = self.be, self.sr, self.dt, self.flushing
         screen = flushing and sr.builtin
-        for fa, fb, la, lb in self.items:  # (``f.nan`` read from its dict: the same value)
+        items = self.items
+        if stats.WORDS and (screen or not flushing):  # the items that cannot raise, at once
+            ok = cleared(items, flushing)
+            if ok is not None:
+                items = [it for it, c in zip(items, ok) if not c]
+        for fa, fb, la, lb in items:  # (``f.nan`` read from its dict: the same value)
             if la and (fa._v if "nan" in fa._v else fa._group("nan"))["nan"]:
                 _no_nan("a", fa)
             if lb and (fb._v if "nan" in fb._v else fb._group("nan"))["nan"]:
@@ -205,14 +210,6 @@ class _Group:
                 got = be._flush_rule("matmul", sr, dt, {"a": fa, "b": fb})
                 if got is not None:
                     raise got[0](got[1])
-
-
-def _quiet(f: Facts) -> bool:
-    """No flushing rule can fire on this float operand (see ``_QUIET``); False when unsure."""
-    v = f._v
-    if "min_abs" not in v:  # (as f["subnormal"]: both groups learned, from the device words)
-        v = f._group("min_abs")
-    return v["subnormal"] == 0 and v["min_abs"] >= _QUIET
 
 
 def _defer(cur, be, plan: _Plan, fa, fb, pa: bool, pb: bool) -> None:

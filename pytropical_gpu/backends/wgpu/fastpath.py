@@ -16,29 +16,28 @@ run when the record is made, exactly as the generic path runs them; those that d
 call from the operands' facts, through the same functions (queued to the batch's end when a fact
 is a device fact not yet known). A result's contents are bit-identical: the same pipeline, the
 same bindings, the same grid and uniforms as the generic path's.
+
+The jobs live in small modules: :mod:`.fastbuf` (operand and result buffers, the facts arena),
+:mod:`.fastrecord` (a GEMM's compiled op record, the separate facts dispatch) and
+:mod:`.fastchecks` (the data checks). The switches below stay here: the code reads them through
+this module (tests and benchmarks set them here).
 """
 
 from __future__ import annotations
 
-import functools
 import math
-import weakref
-
-import numpy as np
 
 from ... import batch, facts
-from ...ops.gemm import _no_nan
 from ...semirings import get_semiring
 from ...types import TernaryVec
-from . import gemm as _gemm
 from . import stats
 from . import vsa as _vsa
-from .array import WgpuArray, _read, _Storage
-from .engine import WG, pack_params
+from .array import WgpuArray
+from .fastbuf import _facts_slot, _in_place, _operand, _result
+from .fastchecks import _checks
+from .fastrecord import _GEMM_DTYPES, _U32, _GemmRecord, _whole, separate
 from .runtime import Binding, Dispatch
 
-_U32 = np.dtype(np.uint32)
-_GEMM_DTYPES = frozenset({np.dtype(np.float32), np.dtype(np.int32), _U32})
 #: False: every call takes the generic path (benchmarks compare the two in one run)
 ENABLED = True
 #: records kept per engine before the table is cleared (shapes of a sweep would pile up)
@@ -62,40 +61,6 @@ def _recording(eng) -> bool:
     """A batch is open on this thread and records on ``eng`` (its lock is held by this thread)."""
     cur = batch.current()
     return ENABLED and cur is not None and cur._engine is eng and eng.recording is not None
-
-
-def _in_place(eng, xs) -> bool:
-    """Every array lives on ``eng`` at an offset the device binds in place (no copy needed)."""
-    align = eng.limits.min_storage_offset_alignment
-    for x in xs:
-        if x._storage.engine is not eng or x.offset % 4 or x.offset % align:
-            return False
-    return True
-
-
-def _operand(eng, x) -> Binding:
-    """``x``'s buffer bound in place (as :meth:`WgpuArray.device_buffer`), kept alive until the
-    recorded commands are submitted; raises as it does for a result of a failed batch."""
-    s = x._storage
-    if s.error is not None:
-        s.check()
-    eng._keep.append(s)
-    return Binding(s.handle, x.offset, max((x.nbytes + 3) & ~3, 4))
-
-
-def _result(eng, cap: int, nbytes: int, dt, shape: tuple, reader=None):
-    """A result buffer of size class ``cap`` owned at once by a new WgpuArray (what
-    :meth:`WgpuArray.adopt` makes of a pool buffer, without the intermediate DeviceBuffer) and its
-    binding. Its facts: ``reader``'s (computed on the device beside it), else read when asked."""
-    h = eng.pool.take(cap)
-    st = _Storage(eng, h, nbytes, cap, pooled=True)
-    x = object.__new__(WgpuArray)
-    x._storage, x.shape, x.dtype, x.offset = st, shape, dt, 0
-    x.stats = facts.Facts.lazy(dt, nbytes // dt.itemsize, reader if reader is not None
-                               else functools.partial(_read, st, dt, shape))
-    eng.made.append(weakref.ref(st))  # alive until submitted (see WgpuArray.adopt)
-    eng._keep.append(st)
-    return x, Binding(h, 0, max((nbytes + 3) & ~3, 4))
 
 
 # ---------------------------------------------------------------------- bind
@@ -140,94 +105,6 @@ def bind(be, a, b):
 
 
 # ---------------------------------------------------------------------- matmul
-class _GemmRecord:
-    """What a 2-D GEMM of one (semiring, dtype, m, k, n, guard) records: pipeline, grid, uniforms,
-    result bytes, and the facts reduction's pipeline, grid and uniforms."""
-
-    __slots__ = ("pipe", "groups", "params", "nbytes", "cap", "kind", "fpipe", "fgroups",
-                 "fparams", "fone", "fslots")
-
-    def __init__(self, eng, sr, dt, m: int, k: int, n: int, special: bool):
-        code = _gemm.semiring_code(sr, dt, special)
-        kname, kp = _gemm.choose_kernel(m, n, k, False, eng.limits.max_workgroup_storage)
-        self.kind = stats.KINDS.get(dt.name)
-        self.fslots = 0  # > 0: the GEMM's epilogue writes its facts, one set per workgroup
-        if kname == "gemm_tiled" and self.kind is not None and not kp.get("SK"):
-            ng = -(-m // kp["BM"]) * -(-n // kp["BN"])
-            if ng <= FUSED_FACTS_GROUPS:
-                self.fslots = ng
-                kp = dict(kp, FACTS=True, FKIND=self.kind)
-        self.pipe = eng.pipeline(kname, _key=(kname, code, tuple(kp.items()), False),
-                                 **code.params(), **kp, HAS_C=False)
-        d = _gemm.make_dispatch(eng, self.pipe, kname, kp, (), m, n, k, 1, 0, 0, 0)
-        self.groups, self.params = d.groups, d.params
-        self.nbytes = m * n * dt.itemsize
-        self.cap = eng.pool._class(self.nbytes)
-        size = m * n
-        if self.kind is not None and not self.fslots:  # as stats.record
-            ng = min(-(-size // (WG * stats.ONE_GROUP_ITEMS)), stats.MAX_GROUPS)
-            self.fone = ng == 1
-            self.fpipe = eng.pipeline("facts", _key=("facts", self.kind, self.fone), KIND=self.kind,
-                                      ONE=self.fone, WG=WG)
-            gx, gy, _ = eng.grid(ng)
-            self.fgroups, self.fparams = (gx, gy, 1), pack_params(size, gx, 0, 0)
-
-
-def _checks(be, sr, dt, fa, fb) -> None:
-    """The generic path's data checks (ops.gemm.matmul's NaN refusal, then the backend's operand
-    rule on a flushing adapter; neither applies to integers), in its order: each now when its facts
-    are known, else at the batch's end — there as one deferred call per product (the generic path
-    queues one per check: the same checks in the same order)."""
-    if dt.kind != "f":
-        return
-    flushing = be.flushes_subnormals
-    pend = [f for f in (fa, fb) if not f.computed and f.on_device]
-    later = []
-    for name, f in (("a", fa), ("b", fb)):
-        if any(f is g for g in pend):
-            later.append((name, f))
-        else:
-            _no_nan(name, f)
-    if not pend:
-        if flushing:
-            be._check_operands("matmul", sr, dt, {"a": fa, "b": fb, "c": None})
-        return
-    batch.defer(functools.partial(_deferred, be, sr, dt, fa, fb, later, flushing), *pend)
-
-
-def _deferred(be, sr, dt, fa, fb, later, flushing) -> None:
-    for name, f in later:
-        _no_nan(name, f)
-    if flushing:  # the operand rule, as WgpuBackend._check_operands runs it
-        got = be._flush_rule("matmul", sr, dt, {"a": fa, "b": fb})
-        if got is not None:
-            raise got[0](got[1])
-
-
-def _facts_slot(eng, nbytes: int) -> tuple:
-    """``(arena, offset)`` for ``nbytes`` of facts words: in this batch's current arena, or a new
-    one (each batch starts its own, so a replayed batch binds the same offsets: bind groups hit)."""
-    cur = batch.current()
-    got = eng.__dict__.get("_facts_arena")
-    if got is not None and got[0] is cur:
-        at = got[1].slot(nbytes)
-        if at is not None:
-            return got[1], at
-    arena = stats.Arena(eng)
-    eng._facts_arena = (cur, arena)
-    return arena, arena.slot(nbytes)
-
-
-def _whole(eng, sr, dt, m: int, k: int, n: int) -> bool:
-    """One dispatch covers the product (what the generic path calls ``whole``)."""
-    kname, kp = _gemm.choose_kernel(m, n, k, False, eng.limits.max_workgroup_storage)
-    wmax = eng.limits.max_workgroups_per_dim
-    ok = max(m * k, k * n, m * n) * dt.itemsize <= eng.max_binding
-    if kname == "gemm_tiled":
-        ok = ok and -(-m // kp["BM"]) <= wmax and -(-n // kp["BN"]) <= wmax
-    return ok
-
-
 def matmul(be, a, b, semiring, c=None, out=None, return_argmax=False):
     """``be.matmul(a, b, semiring)`` recorded through a compiled op record, or None (generic)."""
     eng = be.engine
@@ -260,7 +137,7 @@ def matmul(be, a, b, semiring, c=None, out=None, return_argmax=False):
     key = base + (special, FUSED_FACTS_GROUPS)
     rec = recs.get(key)
     if rec is None:
-        rec = recs[key] = _GemmRecord(eng, sr, dt, m, k, n, special)
+        rec = recs[key] = _GemmRecord(eng, sr, dt, m, k, n, special, FUSED_FACTS_GROUPS)
         eng.count("fast_records")
     binds = (_operand(eng, a), _operand(eng, b))
     reader = None
@@ -275,26 +152,6 @@ def matmul(be, a, b, semiring, c=None, out=None, return_argmax=False):
         eng.count("fast_calls")
         return d
     return separate(eng, rec, binds, dt, (m, n))
-
-
-def separate(eng, rec, binds, dt, shape):
-    """Queue ``rec``'s GEMM on ``binds`` with the result's facts computed by a second dispatch
-    beside it (as stats.record; none for a result without facts); the result."""
-    reader = None
-    if rec.kind is not None:
-        st = eng.pool.acquire(32)
-        if not rec.fone:
-            eng.rt.write(st.handle, stats.INIT)
-        reader = stats.Reader(eng, st, rec.kind)
-        eng._keep.append(reader)
-    d, bd = _result(eng, rec.cap, rec.nbytes, dt, shape, reader)
-    cmds = [Dispatch(rec.pipe, binds + (bd,), rec.groups, rec.params)]
-    if reader is not None:
-        cmds.append(Dispatch(rec.fpipe, (bd, Binding(reader.handle, 0, 32)), rec.fgroups,
-                             rec.fparams))
-    eng.submit(cmds)
-    eng.count("fast_calls")
-    return d
 
 
 __all__ = ["ENABLED", "FUSED_FACTS_GROUPS", "MAX_RECORDS", "bind", "matmul", "records"]

@@ -32,6 +32,9 @@ MAX_GROUPS = 1024
 ONE_GROUP_ITEMS = 64
 #: bytes of one facts arena (:class:`Arena`): 256 fused results at a 256-byte offset alignment
 ARENA_BYTES = 1 << 16
+#: False: :meth:`Reader.read_many` decodes every reader's words into its dict at once (the path
+#: before :class:`Words`; benchmarks compare the two in one run)
+WORDS = True
 
 
 class Arena:
@@ -62,11 +65,35 @@ class Arena:
             pass
 
 
+class Words:
+    """The folded words of the readers one :meth:`Reader.read_many` read, a row each (in the order
+    read), as arrays: ``w`` the 8 words (int64), ``fl`` words 3 and 4 as float32 values (float64),
+    ``f32`` which rows are float facts. A batch's end checks many results' facts from these at once
+    (:func:`.fastchecks.cleared`); a result's dict is decoded from its row only when asked."""
+
+    __slots__ = ("w", "fl", "f32")
+
+    def __init__(self, n: int, f32: np.ndarray):
+        self.w, self.fl, self.f32 = np.empty((n, 8), np.int64), np.empty((n, 2)), f32
+
+    def nan(self) -> np.ndarray:
+        """Per row: the result holds NaN (``decode``'s "nan")."""
+        return self.f32 & (self.w[:, 0] != 0)
+
+    def quiet(self, smallest: float) -> np.ndarray:
+        """Per row: a float result without NaN or subnormals whose smallest non-zero magnitude is
+        at least ``smallest`` (``decode``'s "subnormal" 0 and "min_abs" >= smallest)."""
+        w = self.w
+        return self.f32 & (w[:, 0] == 0) & (w[:, 5] == 0) & (self.fl[:, 1] >= smallest)
+
+
 class Reader:
     """The facts of one result, from its 8 words on the device (read once, then kept); ``slots``
-    sets of them (one per workgroup of a fused GEMM) at ``offset`` of its buffer (an arena's)."""
+    sets of them (one per workgroup of a fused GEMM) at ``offset`` of its buffer (an arena's).
+    Once read: ``values`` (the dict) or, not yet decoded, row ``row`` of ``words``."""
 
-    __slots__ = ("eng", "handle", "capacity", "kind", "values", "slots", "offset", "arena")
+    __slots__ = ("eng", "handle", "capacity", "kind", "values", "slots", "offset", "arena", "words",
+                 "row")
 
     def __init__(self, eng: Engine, buf: DeviceBuffer | None, kind: str, slots: int = 1,
                  arena: Arena | None = None, offset: int = 0):
@@ -77,6 +104,8 @@ class Reader:
         else:  # the arena's buffer, given back with the arena
             self.handle, self.capacity = arena.handle, None
         self.values: dict | None = None
+        self.words: Words | None = None
+        self.row = 0
 
     def __del__(self):
         if self.arena is not None:
@@ -88,7 +117,11 @@ class Reader:
 
     def __call__(self) -> dict:
         if self.values is None:
-            self.read_many([self])
+            if self.words is None:
+                self.read_many([self])
+            if self.values is None:  # read as a row of words: decoded now, once
+                wd, i = self.words, self.row
+                self.values = decode(self.kind, wd.w[i].tolist(), wd.fl[i].tolist())
         return self.values
 
     @staticmethod
@@ -96,7 +129,7 @@ class Reader:
         """Fill the values of every reader not yet read with one device read: each buffer's used
         bytes copied once into one staging buffer (an arena's many results with one copy)."""
         # once each (a batch lists a result's facts once per deferred check that asks them)
-        todo = [r for r in dict.fromkeys(readers) if r.values is None]
+        todo = [r for r in dict.fromkeys(readers) if r.values is None and r.words is None]
         if not todo:
             return
         eng = todo[0].eng
@@ -119,14 +152,19 @@ class Reader:
             finally:
                 eng.release(stage)
         starts = [(base[r.handle] + r.offset) >> 2 for r in todo]
-        for r, (w, fl) in zip(todo, _folded(raw, todo, starts)):
-            r.values = decode(r.kind, w, fl)
+        words = _folded(raw, todo, starts)
+        if not WORDS:  # every reader's dict now (the path before Words)
+            for r, w, fl in zip(todo, words.w.tolist(), words.fl.tolist()):
+                r.values = decode(r.kind, w, fl)
+            return
+        for i, r in enumerate(todo):
+            r.words, r.row = words, i
 
 
-def _folded(raw: np.ndarray, todo: list, starts: list) -> list:
-    """Each reader's ``(8 words as Python ints, (word 3, word 4) as float32 values)``, its
-    workgroups' sets folded (vectorised per count, the floats too: no struct round trip each)."""
-    out: list = [None] * len(todo)
+def _folded(raw: np.ndarray, todo: list, starts: list) -> Words:
+    """The readers' words, a row each, their workgroups' sets folded (vectorised per count, the
+    floats too: no struct round trip each)."""
+    out = Words(len(todo), np.fromiter((r.kind == "f32" for r in todo), bool, len(todo)))
     by: dict = {}
     for i, r in enumerate(todo):
         by.setdefault(r.slots, []).append(i)
@@ -139,9 +177,12 @@ def _folded(raw: np.ndarray, todo: list, starts: list) -> list:
             f = w.max(axis=1)
             f[:, 4], f[:, 6] = w[:, :, 4].min(axis=1), w[:, :, 6].min(axis=1)
             f[:, 5] = w[:, :, 5].sum(axis=1)
-        fl = f[:, 3:5].astype(np.uint32).view(np.float32).tolist()
-        for i, row, x in zip(idx, f.tolist(), fl):
-            out[i] = row, x
+        if len(by) == 1:  # (every reader: no scatter)
+            out.w[:] = f
+            out.fl[:] = f[:, 3:5].astype(np.uint32).view(np.float32)
+        else:
+            out.w[idx] = f
+            out.fl[idx] = f[:, 3:5].astype(np.uint32).view(np.float32)
     return out
 
 
@@ -198,4 +239,5 @@ def record(eng: Engine, buf: DeviceBuffer, dtype, n: int):
     return d, r
 
 
-__all__ = ["ARENA_BYTES", "INIT", "KINDS", "Arena", "Reader", "decode", "fold", "record"]
+__all__ = ["ARENA_BYTES", "INIT", "KINDS", "WORDS", "Arena", "Reader", "Words", "decode", "fold",
+           "record"]
