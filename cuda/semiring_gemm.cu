@@ -99,8 +99,8 @@ template <> struct IsInt32<int> { static constexpr bool value = true; };
 // (`a == zero || b == zero`, saturation), but a k-slab whose operands all pass `fast_ok` gives the
 // same terms without it, through `fma_fast`: the block decides once per slab (__syncthreads_and).
 // int32 plus: |x| < 2^30 on both sides, so a + b cannot wrap or reach the zero: Hopper's DPX
-// max(a + b, acc) in one instruction. times: neither operand is the zero, so the plain product is
-// the guarded one (NaN products stay NaN, ignored by ⊕ as before).
+// max(a + b, acc) in one instruction. integer times: neither operand is the zero, so the plain
+// product is the guarded one. (Float times need no decision: their zero is loaded as a NaN.)
 __device__ __forceinline__ bool plus_fast_ok(int x) { return x > -(1 << 30) && x < (1 << 30); }
 __device__ __forceinline__ bool plus_fast_ok(long long x) { return x > -(1LL << 62) && x < (1LL << 62); }
 __device__ __forceinline__ int fast_max_plus(int acc, int a, int b) { return __viaddmax_s32(a, b, acc); }
@@ -658,10 +658,10 @@ sr_gemm(const typename SR::type* __restrict__ A, const typename SR::type* __rest
   };
   // HOT (kSplit, one slab a chunk): the slabs run in a loop that holds only the fast body for as
   // long as every slab is fast (mode is block-uniform), then the rest in the loop holding every
-  // body. The loop with all bodies spans 2-3x the code of its fast path (max_times argmax: 1,858
-  // SASS instructions, the fast path ~610), jumping twice a slab over the cold bodies. Default for
-  // argmax on 4-byte types: +3.6 % max_times / min_times f32, +9.6 % int32 max_plus on the H200;
-  // the plain tiles measured -1 to +1.4 %, so they keep one loop (gemm_cuda_notes.md, session 4b).
+  // body. The loop with all bodies spans 2-3x the code of its fast path (f32 max_times argmax, when
+  // it was kSplit: 1,858 SASS instructions, the fast path ~610), jumping twice a slab over the cold
+  // bodies. Default for argmax on 4-byte types: +9.6 % int32 max_plus on the H200; the plain tiles
+  // measured -1 to +1.4 %, so they keep one loop (gemm_cuda_notes.md, session 4b).
   i64 k0 = kb;
   if constexpr (HOT && SR::kSplit && AP == 1)
     for (; k0 < ke && mode == 1; k0 += BK) chunk(k0, Flag<true>());

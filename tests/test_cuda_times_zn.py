@@ -41,7 +41,8 @@ def _operands(rng, name, dt, shape_a, shape_b):
         for v, frac in ((-0.0, 0.05), (0.0, 0.05), (other, 0.2 / k), (tiny, 0.03), (-tiny, 0.03)):
             flat[rng.integers(0, flat.size, max(1, int(flat.size * frac)))] = v
     kk = min(40, k)
-    a[..., 3, :kk], b[..., :kk, 2] = 0.0, other
+    if shape_a[-2] > 3 and shape_b[-1] > 2:
+        a[..., 3, :kk], b[..., :kk, 2] = 0.0, other
     return a, b
 
 
@@ -60,7 +61,8 @@ def _place(rng, name, a, b, where, side):
             b[..., kk, cols] = z
     if side == "a":
         a[..., ks[0] if isinstance(ks, list) else 0] = z  # one whole k column: every row meets it
-    a[..., 4, :] = z  # a row of the zero alone: its outputs are the zero (or c), argmax -1
+    if a.shape[-2] > 4:
+        a[..., 4, :] = z  # a row of the zero alone: its outputs are the zero (or c), argmax -1
 
 
 def _check(a, b, name, c, argmax):
