@@ -21,10 +21,12 @@ template <typename T> struct Lim;
 template <> struct Lim<float> {
   __device__ __forceinline__ static float hi() { return __int_as_float(0x7f800000); }
   __device__ __forceinline__ static float lo() { return __int_as_float(0xff800000); }
+  __device__ __forceinline__ static float nan() { return __int_as_float(0x7fffffff); }
 };
 template <> struct Lim<double> {
   __device__ __forceinline__ static double hi() { return __longlong_as_double(0x7ff0000000000000LL); }
   __device__ __forceinline__ static double lo() { return __longlong_as_double((long long)0xfff0000000000000ULL); }
+  __device__ __forceinline__ static double nan() { return __longlong_as_double(0x7fffffffffffffffLL); }
 };
 template <> struct Lim<int> {
   __device__ __forceinline__ static int hi() { return 2147483647; }
@@ -97,8 +99,8 @@ template <> struct IsInt32<int> { static constexpr bool value = true; };
 // (`a == zero || b == zero`, saturation), but a k-slab whose operands all pass `fast_ok` gives the
 // same terms without it, through `fma_fast`: the block decides once per slab (__syncthreads_and).
 // int32 plus: |x| < 2^30 on both sides, so a + b cannot wrap or reach the zero: Hopper's DPX
-// max(a + b, acc) in one instruction. times: neither operand is the zero, so the plain product is
-// the guarded one (NaN products stay NaN, ignored by ⊕ as before).
+// max(a + b, acc) in one instruction. integer times: neither operand is the zero, so the plain
+// product is the guarded one. (Float times need no decision: their zero is loaded as a NaN.)
 __device__ __forceinline__ bool plus_fast_ok(int x) { return x > -(1 << 30) && x < (1 << 30); }
 __device__ __forceinline__ bool plus_fast_ok(long long x) { return x > -(1LL << 62) && x < (1LL << 62); }
 __device__ __forceinline__ int fast_max_plus(int acc, int a, int b) { return __viaddmax_s32(a, b, acc); }
@@ -179,21 +181,33 @@ template <typename T, bool MAX> struct TropPlus : Base<T, TropPlus<T, MAX> > {
 };
 template <typename T> using MinPlus = TropPlus<T, false>;
 template <typename T> using MaxPlus = TropPlus<T, true>;
-// min_times / max_times: a slab without the zero runs the plain product (fma_fast).
-// NZ: the host knows that neither operand holds the zero (its facts), so every term is the plain
-// product and no slab needs the per-slab test (fast_ok + __syncthreads_and): the k-loop is
-// min_plus's with FMUL for FADD. Exact only under that precondition (the padding's zero terms
-// stay the zero: zero * one = zero for both infinities).
+// min_times / max_times. Floats (ZN): the zero enters shared memory as a NaN (load_map), so every
+// term is the plain product: a zero operand gives NaN * x = NaN, which fminf/fmaxf drop and
+// `better` never takes, exactly as the guarded term (the zero, the identity of ⊕) would; the
+// accumulators start at the zero itself (acc_init), so they never hold a NaN and nothing maps back.
+// No per-slab test, no block vote: the k-loop is min_plus's with FMUL for FADD, plus one select per
+// element stored (the API refuses NaN operands, so a NaN can only be a mapped zero or 0 * inf,
+// which already counted as the zero). Integers (no NaN): a slab without the zero runs the plain
+// product (fma_fast), decided per slab (kSplit, __syncthreads_and), the guarded product otherwise.
+// NZ: the host knows that neither operand holds the zero (its facts), so no element needs the map
+// (exact only under that precondition; the padding's zero * one is still the zero).
 template <typename T, bool MAX, bool NZ = false> struct TropTimes : Base<T, TropTimes<T, MAX, NZ> > {
+  static constexpr bool kZN = IsFloat<T>::value && !NZ;
   __device__ __forceinline__ static T zero() { return MAX ? Lim<T>::lo() : Lim<T>::hi(); }
   __device__ __forceinline__ static T one() { return (T)1; }
   __device__ __forceinline__ static T add(T x, T y) { return MAX ? vmax(x, y) : vmin(x, y); }
-  __device__ __forceinline__ static T mul(T a, T b) { return NZ ? plain_mul(a, b) : gtimes(a, b, zero()); }
-  static constexpr bool kSplit = !NZ;
+  __device__ __forceinline__ static T mul(T a, T b) {
+    return NZ || kZN ? plain_mul(a, b) : gtimes(a, b, zero());
+  }
+  static constexpr bool kSplit = !NZ && !kZN;
+  __device__ __forceinline__ static T load_map(T x) {
+    if constexpr (kZN) return x == zero() ? Lim<T>::nan() : x; else return x;
+  }
+  __device__ __forceinline__ static T acc_init() { return zero(); }
   __device__ __forceinline__ static bool fast_ok(T x) { return x != zero(); }
   __device__ __forceinline__ static T fma_fast(T acc, T a, T b) { return add(acc, plain_mul(a, b)); }
   __device__ __forceinline__ static bool better(T v, T acc) { return MAX ? v > acc : v < acc; }
-  // as TropPlus::first (a NaN product, 0 * inf, may start a chunk; it never wins)
+  // as TropPlus::first (a NaN product, 0 * inf or a mapped zero, may start a chunk; it never wins)
   __device__ __forceinline__ static T first(T a, T b) { return mul(a, b); }
   __device__ __forceinline__ static T first_fast(T a, T b) { return plain_mul(a, b); }
 };
@@ -201,6 +215,8 @@ template <typename T> using MinTimes = TropTimes<T, false>;
 template <typename T> using MaxTimes = TropTimes<T, true>;
 template <typename T> using MinTimesNZ = TropTimes<T, false, true>;
 template <typename T> using MaxTimesNZ = TropTimes<T, true, true>;
+static_assert(!MaxTimes<float>::kSplit && !MinTimes<double>::kSplit && MaxTimes<int>::kSplit,
+              "float times map the zero to NaN (no per-slab test); integer times keep the test");
 // min/max (both ⊕ and ⊗ on the ALU pipe's half-rate FMNMX/IMNMX): on int32, two terms fold with
 // Hopper's 3-input __vimin3_s32 / __vimax3_s32 (emulated before sm_90): 3 instructions for 2 terms.
 template <typename T> struct MinMax : Base<T, MinMax<T> > {
@@ -642,10 +658,10 @@ sr_gemm(const typename SR::type* __restrict__ A, const typename SR::type* __rest
   };
   // HOT (kSplit, one slab a chunk): the slabs run in a loop that holds only the fast body for as
   // long as every slab is fast (mode is block-uniform), then the rest in the loop holding every
-  // body. The loop with all bodies spans 2-3x the code of its fast path (max_times argmax: 1,858
-  // SASS instructions, the fast path ~610), jumping twice a slab over the cold bodies. Default for
-  // argmax on 4-byte types: +3.6 % max_times / min_times f32, +9.6 % int32 max_plus on the H200;
-  // the plain tiles measured -1 to +1.4 %, so they keep one loop (gemm_cuda_notes.md, session 4b).
+  // body. The loop with all bodies spans 2-3x the code of its fast path (f32 max_times argmax, when
+  // it was kSplit: 1,858 SASS instructions, the fast path ~610), jumping twice a slab over the cold
+  // bodies. Default for argmax on 4-byte types: +9.6 % int32 max_plus on the H200; the plain tiles
+  // measured -1 to +1.4 %, so they keep one loop (gemm_cuda_notes.md, session 4b).
   i64 k0 = kb;
   if constexpr (HOT && SR::kSplit && AP == 1)
     for (; k0 < ke && mode == 1; k0 += BK) chunk(k0, Flag<true>());

@@ -45,9 +45,11 @@ FUNCTORS = {("min", "plus"): "MinPlus", ("max", "plus"): "MaxPlus", ("min", "tim
 TILES = {"big": (128, 128, 8, 8, 8, 2), "small": (64, 64, 16, 4, 4, 1),
          "small_arg": (64, 64, 16, 4, 4, 2), "big3": (64, 128, 8, 8, 8, 3)}
 #: semiring -> dtypes that also get "big3" (8x8 a thread at 3 blocks/SM, no spill; measured faster
-#: than "big" on the H200 for these: gemm_cuda_notes.md, session 4); the backend picks it over "big"
+#: than "big" on the H200 for these: gemm_cuda_notes.md, sessions 4 and 5); the backend picks it
+#: over "big". float32 min_times / max_times: the guarded functor maps the zero to NaN (no per-slab
+#: test), so its loop is the NZ one's, which big3 suits (session 5: NZ 25.4 against "big" 23.2)
 BIG3 = {"min_plus": ("float32",), "max_plus": ("float32",), "max_min": ("float32", "int32"),
-        "min_max": ("float32", "int32")}
+        "min_max": ("float32", "int32"), "min_times": ("float32",), "max_times": ("float32",)}
 #: Alternative big tiles compiled for min_plus/max_plus on 4-byte types only, timed by
 #: benchmarks/bench_cuda.py (``CudaBackend.big_tile`` picks one).
 BIG_VARIANTS = {"big_k16": (128, 128, 16, 8, 8, 1), "big_wide": (128, 256, 16, 8, 16, 1)}
