@@ -60,10 +60,7 @@ __device__ __forceinline__ void bar_wait(unsigned long long* b, unsigned parity)
 // FL (K > 0, with a counter): each block also puts its list's k-th key into a global floor
 // (atomicMax at counter + 2, counter: 4 words), so the last block's merge starts from it
 // (merge_keys_f: no pass over the lists' k-th keys, one round of loads).
-// PD: the block lets a dependent launch start at once (griddepcontrol.launch_dependents, sm_90
-// programmatic dependent launch): search_pdl.py launches the merge (topk_merge_pd) that way, so its
-// block waits on the device (griddepcontrol.wait) instead of behind the last block's tail.
-template <int STAGES, int K = 0, bool VQ = false, bool FL = false, bool PD = false>
+template <int STAGES, int K = 0, bool VQ = false, bool FL = false>
 __global__ void __launch_bounds__(256)
 search_scan_tma(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN,
                 const unsigned* __restrict__ QP, const unsigned* __restrict__ QN,
@@ -72,7 +69,6 @@ search_scan_tma(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN
                 unsigned* __restrict__ counter) {
   static_assert(K <= 32 && STAGES >= 2, "fused top-k: K <= 32; two stages at least");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if constexpr (PD) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
   extern __shared__ uint4 smem[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   unsigned long long* bar = reinterpret_cast<unsigned long long*>(smem) + warp * STAGES;

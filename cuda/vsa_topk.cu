@@ -411,18 +411,4 @@ topk_merge_w(const i64* __restrict__ cand, i64 n, long long* __restrict__ idx,
   merge_keys<K>(cand + q * n, n / K, idx + q * k, val + q * k, k);
 }
 
-// topk_merge_w launched as a programmatic dependent of the scan that writes cand (search_pdl.py):
-// its blocks may start while that scan runs and wait here until it has finished and its writes
-// are visible (griddepcontrol.wait; sm_90, a no-op for a launch without the attribute).
-template <int K>
-__global__ void __launch_bounds__(256)
-topk_merge_pd(const i64* __restrict__ cand, i64 n, long long* __restrict__ idx,
-              long long* __restrict__ val, int k) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-  const i64 q = blockIdx.x;
-  merge_keys<K>(cand + q * n, n / K, idx + q * k, val + q * k, k);
-}
-
 }  // namespace ptg
