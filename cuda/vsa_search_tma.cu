@@ -47,6 +47,23 @@ __device__ __forceinline__ void bar_wait(unsigned long long* b, unsigned parity)
                  " selp.u32 %0, 1, 0, p;\n}\n"
                  : "=r"(done) : "r"(smem_u32(b)), "r"(parity) : "memory");
 }
+
+// A warp's stage: both planes' 16-byte vectors [u0, u1) by one bulk copy each, into dst (pos) and
+// dst + span (neg), completing on the stage's mbarrier mbar (lane 0 only; search_scan_tma issues a
+// row, search_scan_tmag in cuda/vsa_search_tmag.cu a group of G rows). The fence puts the warp's
+// reads of the stage (generic proxy) before the copy engine's writes. A macro, not a function, for
+// the reason cuda/vsa_scan_row.cuh gives: as an inlined function it changed both kernels' code
+// (other registers and instruction order in all 88 instantiations); as a macro both compile to the
+// code they had.
+#define PTG_STAGE_ISSUE(dst, mbar, P4, N4, u0, u1, span)                                      \
+  {                                                                                           \
+    const unsigned bytes = (unsigned)((u1) - (u0)) * 16u;                                     \
+    uint4* b = dst;                                                                           \
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");                            \
+    bar_expect(mbar, 2 * bytes);                                                              \
+    bulk_copy(b, P4 + (u0), bytes, mbar);                                                     \
+    bulk_copy(b + span, N4 + (u0), bytes, mbar);                                              \
+  }
 #endif
 
 // One warp per memory row (grid-stride, 8 warps a block), one query (its planes in shared memory
@@ -96,13 +113,7 @@ search_scan_tma(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN
     const i64 r = first + i * nw;
     if (lane == 0 && r < M) {
       const i64 u0 = (r * W) >> 2, u1 = (r * W + W + 3) >> 2;
-      const unsigned bytes = (unsigned)(u1 - u0) * 16u;
-      uint4* b = buf + (i % STAGES) * 2 * span;
-      // the warp's reads of this stage (generic proxy) come before the copy engine's writes
-      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-      bar_expect(bar + i % STAGES, 2 * bytes);
-      bulk_copy(b, P4 + u0, bytes, bar + i % STAGES);
-      bulk_copy(b + span, N4 + u0, bytes, bar + i % STAGES);
+      PTG_STAGE_ISSUE(buf + (i % STAGES) * 2 * span, bar + i % STAGES, P4, N4, u0, u1, span)
     }
   };
   i64 mine = PTG_EMPTY, thr = PTG_EMPTY;

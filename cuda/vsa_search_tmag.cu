@@ -98,13 +98,7 @@ search_scan_tmag(const unsigned* __restrict__ MP, const unsigned* __restrict__ M
     if (lane == 0 && i < ng) {
       const i64 r0 = first_row(i), r1 = min(hi, r0 + G);
       const i64 u0 = (r0 * W) >> 2, u1 = (r1 * W + 3) >> 2;
-      const unsigned bytes = (unsigned)(u1 - u0) * 16u;
-      uint4* b = buf + (i % STAGES) * 2 * span;
-      // the warp's reads of this stage (generic proxy) come before the copy engine's writes
-      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-      bar_expect(bar + i % STAGES, 2 * bytes);
-      bulk_copy(b, P4 + u0, bytes, bar + i % STAGES);
-      bulk_copy(b + span, N4 + u0, bytes, bar + i % STAGES);
+      PTG_STAGE_ISSUE(buf + (i % STAGES) * 2 * span, bar + i % STAGES, P4, N4, u0, u1, span)
     }
   };
   i64 mine = PTG_EMPTY, thr = PTG_EMPTY;
