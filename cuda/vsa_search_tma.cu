@@ -13,8 +13,9 @@ namespace ptg {
 typedef long long i64;
 
 // From cuda/vsa_topk.cu (search_launch.py appends it to this module; the other lists' declarations
-// and the scan's row step are in cuda/vsa_scan_row.cuh, put before it): the floor merge.
-template <int K>
+// and the scan's row step are in cuda/vsa_scan_row.cuh, put before it): the floor merge (TF: with
+// the tighter floor, search_scan_tmag's).
+template <int K, bool TF>
 __device__ __forceinline__ void merge_keys_f(const i64* cand, int n, long long* idx,
                                              long long* val, int k, unsigned* counter);
 
@@ -149,7 +150,8 @@ search_scan_tma(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN
       if (counter && threadIdx.x == k - 1)  // lane k - 1 of warp 0: the block's k-th key
         atomicMax(reinterpret_cast<unsigned long long*>(counter + 2),
                   (unsigned long long)best ^ 0x8000000000000000ULL);
-      if (counter && last_of(counter, gridDim.x)) merge_keys_f<K>(C, gridDim.x, idx, val, k, counter);
+      if (counter && last_of(counter, gridDim.x))
+        merge_keys_f<K, false>(C, gridDim.x, idx, val, k, counter);
     } else {
       if (counter && last_of(counter, gridDim.x)) merge_keys<K>(C, gridDim.x, idx, val, k);
     }
