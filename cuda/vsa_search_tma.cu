@@ -13,8 +13,9 @@ namespace ptg {
 typedef long long i64;
 
 // From cuda/vsa_topk.cu (search_launch.py appends it to this module; the other lists' declarations
-// and the scan's row step are in cuda/vsa_scan_row.cuh, put before it): the floor merge.
-template <int K>
+// and the scan's row step are in cuda/vsa_scan_row.cuh, put before it): the floor merge (TF: with
+// the tighter floor, search_scan_tmag's).
+template <int K, bool TF>
 __device__ __forceinline__ void merge_keys_f(const i64* cand, int n, long long* idx,
                                              long long* val, int k, unsigned* counter);
 
@@ -47,6 +48,23 @@ __device__ __forceinline__ void bar_wait(unsigned long long* b, unsigned parity)
                  " selp.u32 %0, 1, 0, p;\n}\n"
                  : "=r"(done) : "r"(smem_u32(b)), "r"(parity) : "memory");
 }
+
+// A warp's stage: both planes' 16-byte vectors [u0, u1) by one bulk copy each, into dst (pos) and
+// dst + span (neg), completing on the stage's mbarrier mbar (lane 0 only; search_scan_tma issues a
+// row, search_scan_tmag in cuda/vsa_search_tmag.cu a group of G rows). The fence puts the warp's
+// reads of the stage (generic proxy) before the copy engine's writes. A macro, not a function, for
+// the reason cuda/vsa_scan_row.cuh gives: as an inlined function it changed both kernels' code
+// (other registers and instruction order in all 88 instantiations); as a macro both compile to the
+// code they had.
+#define PTG_STAGE_ISSUE(dst, mbar, P4, N4, u0, u1, span)                                      \
+  {                                                                                           \
+    const unsigned bytes = (unsigned)((u1) - (u0)) * 16u;                                     \
+    uint4* b = dst;                                                                           \
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");                            \
+    bar_expect(mbar, 2 * bytes);                                                              \
+    bulk_copy(b, P4 + (u0), bytes, mbar);                                                     \
+    bulk_copy(b + span, N4 + (u0), bytes, mbar);                                              \
+  }
 #endif
 
 // One warp per memory row (grid-stride, 8 warps a block), one query (its planes in shared memory
@@ -60,10 +78,7 @@ __device__ __forceinline__ void bar_wait(unsigned long long* b, unsigned parity)
 // FL (K > 0, with a counter): each block also puts its list's k-th key into a global floor
 // (atomicMax at counter + 2, counter: 4 words), so the last block's merge starts from it
 // (merge_keys_f: no pass over the lists' k-th keys, one round of loads).
-// PD: the block lets a dependent launch start at once (griddepcontrol.launch_dependents, sm_90
-// programmatic dependent launch): search_pdl.py launches the merge (topk_merge_pd) that way, so its
-// block waits on the device (griddepcontrol.wait) instead of behind the last block's tail.
-template <int STAGES, int K = 0, bool VQ = false, bool FL = false, bool PD = false>
+template <int STAGES, int K = 0, bool VQ = false, bool FL = false>
 __global__ void __launch_bounds__(256)
 search_scan_tma(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN,
                 const unsigned* __restrict__ QP, const unsigned* __restrict__ QN,
@@ -72,7 +87,6 @@ search_scan_tma(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN
                 unsigned* __restrict__ counter) {
   static_assert(K <= 32 && STAGES >= 2, "fused top-k: K <= 32; two stages at least");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if constexpr (PD) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
   extern __shared__ uint4 smem[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   unsigned long long* bar = reinterpret_cast<unsigned long long*>(smem) + warp * STAGES;
@@ -100,13 +114,7 @@ search_scan_tma(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN
     const i64 r = first + i * nw;
     if (lane == 0 && r < M) {
       const i64 u0 = (r * W) >> 2, u1 = (r * W + W + 3) >> 2;
-      const unsigned bytes = (unsigned)(u1 - u0) * 16u;
-      uint4* b = buf + (i % STAGES) * 2 * span;
-      // the warp's reads of this stage (generic proxy) come before the copy engine's writes
-      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-      bar_expect(bar + i % STAGES, 2 * bytes);
-      bulk_copy(b, P4 + u0, bytes, bar + i % STAGES);
-      bulk_copy(b + span, N4 + u0, bytes, bar + i % STAGES);
+      PTG_STAGE_ISSUE(buf + (i % STAGES) * 2 * span, bar + i % STAGES, P4, N4, u0, u1, span)
     }
   };
   i64 mine = PTG_EMPTY, thr = PTG_EMPTY;
@@ -142,7 +150,8 @@ search_scan_tma(const unsigned* __restrict__ MP, const unsigned* __restrict__ MN
       if (counter && threadIdx.x == k - 1)  // lane k - 1 of warp 0: the block's k-th key
         atomicMax(reinterpret_cast<unsigned long long*>(counter + 2),
                   (unsigned long long)best ^ 0x8000000000000000ULL);
-      if (counter && last_of(counter, gridDim.x)) merge_keys_f<K>(C, gridDim.x, idx, val, k, counter);
+      if (counter && last_of(counter, gridDim.x))
+        merge_keys_f<K, false>(C, gridDim.x, idx, val, k, counter);
     } else {
       if (counter && last_of(counter, gridDim.x)) merge_keys<K>(C, gridDim.x, idx, val, k);
     }

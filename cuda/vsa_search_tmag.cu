@@ -9,60 +9,7 @@
 
 namespace ptg {
 
-// From cuda/vsa_topk.cu (appended to this module): the warp lists' feed and helpers.
-__device__ __forceinline__ i64 warp_kth(i64 x, int lane, int k1);
-__device__ __forceinline__ void wl_feed_f(i64& mine, i64& thr, i64 key, bool ok, int lane, int k1,
-                                          i64 floor);
-__device__ __forceinline__ i64 wl_floor(i64 x);
-__device__ __forceinline__ void put_key(long long* idx, long long* val, int i, i64 key);
-
-// merge_keys_f (the last block's merge of n lists of K keys, the first k of each exact, from the
-// global floor at counter + 2) with a tighter floor before any key goes in: the k-th largest of a
-// warp's 32 lanes' maxima over the first round of loads has k keys >= it (one a lane), so the
-// best of the 8 warps' such keys floors every warp's feed. With the global floor alone (the best
-// block's k-th key) a few hundred of the keys pass it and a warp inserts ~30-40 of them one at a
-// time (~4 dependent shuffles each); with this one, a few. Puts the global floor back to 0.
-template <int K>
-__device__ __forceinline__ void merge_keys_t(const i64* cand, int n, long long* idx,
-                                             long long* val, int k, unsigned* counter) {
-  constexpr int U = 12;  // loads a thread a round
-  __shared__ i64 best[K];
-  __shared__ i64 wf[8];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nk = n * k;
-  unsigned long long* gf = reinterpret_cast<unsigned long long*>(counter + 2);
-  const i64 g = (i64)(__ldcg(gf) ^ 0x8000000000000000ULL);
-  i64 v[U], mx = PTG_EMPTY;
-#pragma unroll
-  for (int u = 0; u < U; ++u) {  // the first round, in every warp (the barrier below)
-    const int i = threadIdx.x + 256 * u, l = i / k;
-    v[u] = i < nk ? __ldcg(cand + l * K + (i - l * k)) : PTG_EMPTY;
-    mx = max(mx, v[u]);
-  }
-  const i64 wk = warp_kth(mx, lane, k - 1);
-  if (lane == 0) wf[warp] = wk;
-  __syncthreads();
-  i64 f = wl_floor(g);
-#pragma unroll
-  for (int w = 0; w < 8; ++w) f = max(f, wl_floor(wf[w]));
-  i64 mine = PTG_EMPTY, thr = f;
-#pragma unroll
-  for (int u = 0; u < U; ++u) wl_feed_f(mine, thr, v[u], threadIdx.x + 256 * u < nk, lane, k - 1, f);
-  for (int b = 256 * U + threadIdx.x - lane; b < nk; b += 256 * U) {  // past 3,072 keys
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int i = b + 256 * u + lane, l = i / k;
-      v[u] = i < nk ? __ldcg(cand + l * K + (i - l * k)) : PTG_EMPTY;
-    }
-#pragma unroll
-    for (int u = 0; u < U; ++u) wl_feed_f(mine, thr, v[u], b + 256 * u + lane < nk, lane, k - 1, f);
-  }
-  wl_block<K>(mine, best, k);
-  __syncthreads();
-  if (threadIdx.x < k) put_key(idx, val, threadIdx.x, best[threadIdx.x]);
-  if (threadIdx.x == 0) *gf = 0ull;
-}
-
-// TF: the last block merges with merge_keys_t (the tighter floor), else merge_keys_f.
+// TF: the last block's merge_keys_f (cuda/vsa_topk.cu) starts from its tighter floor ("t").
 // XS: the memory's groups of G rows dealt to the warps in turn (warp w: groups w, w + warps, ...;
 // the GPU's reads at any time then lie in one narrow window of each plane, as in the read probe)
 // instead of a contiguous run of rows a warp (~2,000 windows a plane, spread over the memory).
@@ -98,13 +45,7 @@ search_scan_tmag(const unsigned* __restrict__ MP, const unsigned* __restrict__ M
     if (lane == 0 && i < ng) {
       const i64 r0 = first_row(i), r1 = min(hi, r0 + G);
       const i64 u0 = (r0 * W) >> 2, u1 = (r1 * W + 3) >> 2;
-      const unsigned bytes = (unsigned)(u1 - u0) * 16u;
-      uint4* b = buf + (i % STAGES) * 2 * span;
-      // the warp's reads of this stage (generic proxy) come before the copy engine's writes
-      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-      bar_expect(bar + i % STAGES, 2 * bytes);
-      bulk_copy(b, P4 + u0, bytes, bar + i % STAGES);
-      bulk_copy(b + span, N4 + u0, bytes, bar + i % STAGES);
+      PTG_STAGE_ISSUE(buf + (i % STAGES) * 2 * span, bar + i % STAGES, P4, N4, u0, u1, span)
     }
   };
   i64 mine = PTG_EMPTY, thr = PTG_EMPTY;
@@ -159,10 +100,7 @@ search_scan_tmag(const unsigned* __restrict__ MP, const unsigned* __restrict__ M
   if (counter && threadIdx.x == k - 1)  // lane k - 1 of warp 0: the block's k-th key
     atomicMax(reinterpret_cast<unsigned long long*>(counter + 2),
               (unsigned long long)best ^ 0x8000000000000000ULL);
-  if (counter && last_of(counter, gridDim.x)) {
-    if constexpr (TF) merge_keys_t<K>(C, gridDim.x, idx, val, k, counter);
-    else merge_keys_f<K>(C, gridDim.x, idx, val, k, counter);
-  }
+  if (counter && last_of(counter, gridDim.x)) merge_keys_f<K, TF>(C, gridDim.x, idx, val, k, counter);
 #else
   __trap();  // no bulk copies below sm_90 (never launched there)
 #endif

@@ -212,12 +212,40 @@ __device__ __forceinline__ void wl_scan(const ST* __restrict__ s, i64 lo, i64 hi
 // The k best of n lists of K keys (key i = l k + j of nk: list l's j-th, at cand[l K + j]; loads
 // through L2) into idx[0..k), val[0..k), fed by every warp (U loads in flight a lane, index type
 // IT) above floor, then merged in best[K] (shared; 256 threads).
-template <int K, int U, typename IT>
+// TF: a tighter floor before any key goes in: the first round of loads is made in every warp (the
+// block barrier below), and the k-th largest of a warp's 32 lanes' maxima over it has k keys >= it
+// (one a lane), so the best of the 8 warps' such keys floors every warp's feed. With a floor from
+// the lists' k-th keys alone a few hundred keys of the one-query merge pass it and a warp inserts
+// ~30-40 of them one at a time (~4 dependent shuffles each); with this one, a few. wf: 8 keys of
+// shared memory for the warps' floors (TF only). Before the fold search_scan_tmag had this TF
+// path as a merge of its own; wf declared by the caller after best, and the first round's flags
+// and the loop's start written as that merge wrote them, give its kernels the same SASS as then.
+template <int K, int U, typename IT, bool TF>
 __device__ __forceinline__ void feed_lists(const i64* cand, IT nk, int k, i64 floor, i64* best,
-                                           long long* idx, long long* val) {
+                                           long long* idx, long long* val, i64* wf) {
   const int lane = threadIdx.x & 31;
+  IT b = threadIdx.x - lane;  // warp-uniform
   i64 mine = PTG_EMPTY, thr = floor;
-  for (IT b = threadIdx.x - lane; b < nk; b += 256 * U) {  // warp-uniform
+  if constexpr (TF) {
+    i64 v[U], mx = PTG_EMPTY;
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const IT i = b + 256 * u + lane, l = i / k;
+      v[u] = i < nk ? __ldcg(cand + l * K + (i - l * k)) : PTG_EMPTY;
+      mx = max(mx, v[u]);
+    }
+    const i64 wk = warp_kth(mx, lane, k - 1);
+    if (lane == 0) wf[threadIdx.x >> 5] = wk;
+    __syncthreads();
+#pragma unroll
+    for (int w = 0; w < 8; ++w) floor = max(floor, wl_floor(wf[w]));
+    thr = floor;
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      wl_feed_f(mine, thr, v[u], threadIdx.x + 256 * u < nk, lane, k - 1, floor);
+    b = 256 * U + threadIdx.x - lane;
+  }
+  for (; b < nk; b += 256 * U) {
     i64 v[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
@@ -250,7 +278,7 @@ __device__ __forceinline__ void merge_keys(const i64* cand, i64 n, long long* id
   f = fl[0];
 #pragma unroll
   for (int w = 1; w < 8; ++w) f = max(f, fl[w]);
-  feed_lists<K, 4, i64>(cand, n * k, k, wl_floor(f), best, idx, val);
+  feed_lists<K, 4, i64, false>(cand, n * k, k, wl_floor(f), best, idx, val, nullptr);
 }
 
 // merge_keys for n k <= 256 keys by warp 0 alone (the other warps return): every key loaded in one
@@ -282,13 +310,16 @@ __device__ __forceinline__ void merge_keys_warp(const i64* cand, int n, long lon
 // merge_keys where every block has put its list's k-th key into the floor at counter + 2 (a
 // uint64, atomicMax of the key ^ PTG_SIGN: 0 is EMPTY) before it counted itself: no pass over the
 // lists' k-th keys, the keys read with 32-bit index arithmetic, 12 a thread in flight (one round
-// up to 3,072 keys). Puts the floor back to 0 for the next launch.
-template <int K>
+// up to 3,072 keys). Puts the floor back to 0 for the next launch. TF: feed_lists' tighter floor
+// too (search_scan_tmag's "t" merge).
+template <int K, bool TF>
 __device__ __forceinline__ void merge_keys_f(const i64* cand, int n, long long* idx,
                                              long long* val, int k, unsigned* counter) {
   __shared__ i64 best[K];
+  __shared__ i64 wf[8];  // TF: the warps' floors
   unsigned long long* gf = reinterpret_cast<unsigned long long*>(counter + 2);
-  feed_lists<K, 12, int>(cand, n * k, k, wl_floor((i64)(__ldcg(gf) ^ PTG_SIGN)), best, idx, val);
+  feed_lists<K, 12, int, TF>(cand, n * k, k, wl_floor((i64)(__ldcg(gf) ^ PTG_SIGN)), best, idx,
+                             val, wf);
   if (threadIdx.x == 0) *gf = 0ull;
 }
 
@@ -407,20 +438,6 @@ template <int K>
 __global__ void __launch_bounds__(256)
 topk_merge_w(const i64* __restrict__ cand, i64 n, long long* __restrict__ idx,
              long long* __restrict__ val, int k) {
-  const i64 q = blockIdx.x;
-  merge_keys<K>(cand + q * n, n / K, idx + q * k, val + q * k, k);
-}
-
-// topk_merge_w launched as a programmatic dependent of the scan that writes cand (search_pdl.py):
-// its blocks may start while that scan runs and wait here until it has finished and its writes
-// are visible (griddepcontrol.wait; sm_90, a no-op for a launch without the attribute).
-template <int K>
-__global__ void __launch_bounds__(256)
-topk_merge_pd(const i64* __restrict__ cand, i64 n, long long* __restrict__ idx,
-              long long* __restrict__ val, int k) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
   const i64 q = blockIdx.x;
   merge_keys<K>(cand + q * n, n / K, idx + q * k, val + q * k, k);
 }

@@ -63,10 +63,9 @@ def module_specs():
     from .gemm_units import SPECS as UNITS_SPECS
     from .kernels import module_specs as specs
     from .search_group import SPEC as GROUP_SPEC
-    from .search_launch import SPECS as SEARCH_SPECS  # search names its kernels there
-    from .search_pdl import SPEC as PDL_SPEC
+    from .search_specs import SPECS as SEARCH_SPECS  # search names its kernels there
 
-    return specs() + list(SEARCH_SPECS) + [PDL_SPEC, GROUP_SPEC] + list(UNITS_SPECS)
+    return specs() + list(SEARCH_SPECS) + [GROUP_SPEC] + list(UNITS_SPECS)
 
 
 def mark_opened() -> None:

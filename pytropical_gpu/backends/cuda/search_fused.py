@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import kernels, search_group, search_pdl, search_raw
+from . import kernels, search_group, search_raw
 
 #: candidate buffers up to this many bytes are kept between calls (larger: allocated per call).
 CAND_KEEP = 1 << 24
@@ -97,8 +97,6 @@ def search(be, sl, qp, qn, mp, mn, k: int, kb: int):
         if cnt is None:  # the block counter, a count, the uint64 floor (FLOOR_MERGE)
             cnt = _counters[skey] = cp.zeros(4, np.uint32)
         v = (pm, pn, qp.data.ptr, qn.data.ptr, cand.data.ptr, k, out.data.ptr, cnt.data.ptr, q * k)
-        if search_pdl.PDL_MERGE and search_pdl.launch(be, sl, plan, kb, skey[1], v):
-            return _after(cp, okey, out)
         if RAW_LAUNCH and _raw(cp, plan, fn, grid[0], smem, skey[1], v):
             return _after(cp, okey, out)
         kk = np.int32(k)

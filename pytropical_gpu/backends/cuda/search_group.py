@@ -13,7 +13,7 @@ from . import kernels
 
 #: (G rows a copy, STAGES) instantiated, each for both fused list lengths (16, 32), both row
 #: orders (an "x" in SCAN: the groups dealt to the warps in turn, else a run a warp) and both
-#: merges (a trailing "t": the last block's merge from the tighter floor, merge_keys_t).
+#: merges (a trailing "t": the last block's merge from the tighter floor, merge_keys_f<K, true>).
 GROUPS = ((1, 3), (2, 2), (2, 3), (3, 2), (3, 3), (4, 2), (5, 2))
 _B = {"": "false", "t": "true", "x": "true"}
 

@@ -15,8 +15,9 @@ the one-query scan's last block merges (:data:`LAST_MERGE`: one launch). Otherwi
 queries with k <= 32, search_two.py (:data:`PLANNED`): the kept launch plan, int16 scores where
 dim < 2^15, and ``topk_one_v``/``_w`` (the top-k's blocks and merge in one launch). A larger k sorts the
 int32 scores (``CudaBackend._topk``). Rows of 2^30 trits or more, or 2^31 rows or more, take the
-previous path (``_dot`` then ``_topk``), whose int64 scores cannot overflow. Measurements:
-``benchmarks/results/search_cuda_notes.md``.
+previous path (``_dot`` then ``_topk``), whose int64 scores cannot overflow. Which variants of
+each kernel exist (the module specs) is search_specs.py's, re-exported here; the switches that pick
+among them are this module's. Measurements: ``benchmarks/results/search_cuda_notes.md``.
 """
 
 from __future__ import annotations
@@ -25,70 +26,26 @@ import sys
 
 import numpy as np
 
-from ...shaders import load_source
 from . import kernels, search_fused, search_two
-
-#: (NT, MT, WARPS, G) instantiations of search_mma: 8 NT queries a block, 16 MT rows a warp, WARPS
-#: warps a block, G k-steps of 256 trits loaded while the previous G multiply.
-REG_VARIANTS = ((8, 1, 8, 4), (8, 1, 8, 8), (8, 1, 16, 2), (4, 1, 8, 4), (2, 1, 8, 4), (1, 1, 8, 4))
-#: ("cp", NT, WARPS, STAGES) instantiations of search_mma_cp (cuda/vsa_search_cp.cu): the memory
-#: rows staged through shared memory by cp.async, STAGES groups of two k-steps a warp.
-CP_VARIANTS = (("cp", 8, 8, 2), ("cp", 8, 16, 3), ("cp", 1, 8, 4))
-MMA_VARIANTS = REG_VARIANTS + CP_VARIANTS
-#: the variant used for each query-tile width NT (timed against the others by
-#: benchmarks/bench_search_cuda.py).
-MMA_PICK = {8: (8, 1, 8, 4), 4: (4, 1, 8, 4), 2: (2, 1, 8, 4), 1: (1, 1, 8, 4)}
-#: 16-byte vectors a lane keeps in flight per plane in search_scan.
-SCAN_U = (2, 4)
-#: rows a warp of search_scan_cp has in flight (+1), instantiated.
-SCAN_CP_STAGES = (3, 5)
-#: top-k list lengths the top-k kernels are instantiated for (k above the largest: a sort); up to
-#: 32 a warp's list lies across its lanes, 64 is one list a thread.
-TOPK_K = (16, 32, 64)
-#: list lengths of the fused kernels (search_mma for each MMA_PICK variant, search_scan_cp at
-#: FUSED_SCAN_STAGES): k <= 32 is fused.
-FUSED_K = (16, 32)
-FUSED_SCAN_STAGES = (3,)
-
-SEARCH = kernels.ModuleSpec("vsa_search", "vsa_search.cu", {
-    **{"mma{}_{}_{}_{}".format(*v): "ptg::search_mma<{}, {}, {}, {}>".format(*v)
-       for v in REG_VARIANTS},
-    **{"mma{}_{}_{}_{}_k{}".format(*v, kk): "ptg::search_mma<{}, {}, {}, {}, {}>".format(*v, kk)
-       for v in dict.fromkeys(MMA_PICK.values()) for kk in FUSED_K},
-    **{"mma{}_{}_{}_{}_s16".format(*v): "ptg::search_mma<{}, {}, {}, {}, 0, short>".format(*v)
-       for v in REG_VARIANTS},
-    **{f"scan{u}{g}": f"ptg::search_scan<{u}, {'false' if g else 'true'}>" for u in SCAN_U
-       for g in ("", "g")},
-    "popc": "ptg::search_popc"}, extra=load_source("cuda", "vsa_topk.cu"))
-SEARCH_CP = kernels.ModuleSpec("vsa_search_cp", "vsa_search_cp.cu", {
-    **{"cp{}_{}_{}".format(*v[1:]): "ptg::search_mma_cp<{}, {}, {}>".format(*v[1:])
-       for v in CP_VARIANTS},
-    **{f"scan_cp{st}": f"ptg::search_scan_cp<{st}>" for st in SCAN_CP_STAGES},
-    **{f"scan_cp{st}_k{kk}": f"ptg::search_scan_cp<{st}, {kk}>" for st in FUSED_SCAN_STAGES
-       for kk in FUSED_K}}, extra=load_source("cuda", "vsa_search.cu") + load_source("cuda", "vsa_topk.cu"),
-    head=load_source("cuda", "vsa_scan_row.cuh"))
-#: STAGES of search_scan_tma (cuda/vsa_search_tma.cu: rows by sm_90 bulk copies), each with K = 0
-#: and the FUSED_K lists, with the query as words or as 4 shifted copies read 16 bytes at a time
-#: ("v"); SCAN = "tma<STAGES>[v]" picks one where the device has compute 9.0+.
-SCAN_TMA_STAGES = (3, 4, 6, 8)
-SEARCH_TMA = kernels.ModuleSpec("vsa_search_tma", "vsa_search_tma.cu", {
-    **{f"scan_tma{st}{v}_k{kk}": f"ptg::search_scan_tma<{st}, {kk}, {'true' if v else 'false'}>"
-       for st in SCAN_TMA_STAGES for kk in (0, *FUSED_K) for v in ("", "v")},
-    **{f"scan_tma{st}{v}_k{kk}f": f"ptg::search_scan_tma<{st}, {kk}, {'true' if v else 'false'}, true>"
-       for st in (3, 4) for kk in FUSED_K for v in ("", "v")}}, extra=load_source("cuda", "vsa_topk.cu"),
-    head=load_source("cuda", "vsa_scan_row.cuh"))
-#: int16 top-k vectors in flight a lane (topk_one_v, 16-byte loads; search_two.TOPK_VEC picks).
-TOPK_V = (4, 8)
-TOPK = kernels.ModuleSpec("vsa_topk", "vsa_topk.cu", {
-    **{f"topk{k}": f"ptg::topk_scores{'_w' if k <= 32 else ''}<{k}>" for k in TOPK_K},
-    **{f"topk{k}_s16": f"ptg::topk_scores_w<{k}, short>" for k in FUSED_K},
-    **{f"one{k}{sfx}": f"ptg::topk_one_w<{k}{', short' if sfx else ''}>" for k in FUSED_K
-       for sfx in ("", "_s16")},
-    **{f"one{k}_s16_v{v}{m}": f"ptg::topk_one_v<{k}, {v}, {'true' if m else 'false'}>"
-       for k in FUSED_K for v in TOPK_V for m in ("", "m")},
-    **{f"merge{k}": f"ptg::topk_merge{'_w' if k <= 32 else ''}<{k}>" for k in TOPK_K}})
-#: every module of this file (``backends.cuda.module_specs`` adds them for the nvcc compile test).
-SPECS = (SEARCH, SEARCH_CP, SEARCH_TMA, TOPK)
+from .search_specs import (
+    CP_VARIANTS,
+    FUSED_K,
+    FUSED_SCAN_STAGES,
+    MMA_PICK,
+    MMA_VARIANTS,
+    REG_VARIANTS,
+    SCAN_CP_STAGES,
+    SCAN_TMA_STAGES,
+    SCAN_U,
+    SEARCH,
+    SEARCH_CP,
+    SEARCH_TMA,
+    SPECS,
+    TOPK,
+    TOPK_K,
+    TOPK_V,
+    _allow_smem,
+)
 
 #: k <= 32: the top-k's first pass inside the scoring kernel (search_fused.py); False: the scores
 #: written out and read back by topk_scores (benchmarks compare the two).
@@ -141,7 +98,6 @@ TOPK_PER_THREAD = 256
 
 _I32 = 2**31 - 1
 _NULL, _ZERO = np.uint64(0), np.int32(0)  # the unfused kernels' candidate pointer, k, flags
-_smem_allowed: dict[int, int] = {}
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -260,16 +216,6 @@ def mma_launch(be, variant, q: int, w: int, m: int, s16: bool = False):
     return fn, (gx, _cdiv(q, 8 * nt)), (32 * warps,), smem, cs
 
 
-def _allow_smem(fn, nbytes: int) -> None:
-    """Raise the kernel's dynamic shared memory limit to ``nbytes`` (beyond the default 48 KiB)."""
-    if nbytes <= 48 * 1024 or _smem_allowed.get(fn.ptr, 0) >= nbytes:
-        return
-    from cupy.cuda import driver
-
-    driver.funcSetAttribute(fn.ptr, 8, nbytes)  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-    _smem_allowed[fn.ptr] = nbytes
-
-
 def topk(be, s, k: int, kb: int, idx, val) -> None:
     """The k (<= kb) best of each row of the int32 scores ``s`` into ``idx`` and ``val``."""
     cand = topk_blocks(be, s, kb, k)
@@ -296,5 +242,7 @@ def topk_merge(cand, k: int, idx, val) -> None:
                                                           np.int32(k)))
 
 
-__all__ = ["ENGINE", "FUSE", "FUSED_K", "MMA_FROM_Q", "MMA_PICK", "MMA_VARIANTS", "SEARCH", "SPECS",
-           "TOPK", "TOPK_K", "VARIANT", "scores", "search", "topk", "topk_blocks", "topk_merge"]
+__all__ = ["CP_VARIANTS", "ENGINE", "FUSE", "FUSED_K", "FUSED_SCAN_STAGES", "MMA_FROM_Q", "MMA_PICK",
+           "MMA_VARIANTS", "REG_VARIANTS", "SCAN_CP_STAGES", "SCAN_TMA_STAGES", "SCAN_U", "SEARCH",
+           "SEARCH_CP", "SEARCH_TMA", "SPECS", "TOPK", "TOPK_K", "TOPK_V", "VARIANT", "mma_launch",
+           "scores", "search", "topk", "topk_blocks", "topk_merge"]
