@@ -136,6 +136,21 @@ class CudaBackend(Backend):
         zero = sr.zero_for(dt)
         return len(known) == 2 and all(f is not None and f.computed and not f.contains(zero) for f in known)
 
+    @staticmethod
+    def _dpx_facts(sr, dt, facts, want_dpx: bool = True) -> tuple | None:
+        """``_dpx_variants`` from the facts already learned, or None where they leave it open
+        (not learned, or "dpx_" wanted and an operand holding the zero has |x| >= 2^28)."""
+        zero = sr.zero_for(dt)
+        known = [facts[n] for n in ("a", "b") if facts and facts.get(n) is not None]
+        if len(known) < 2 or not all(f.computed for f in known):
+            return None
+        dpx = all(f.absmax < (1 << 28) for f in known)
+        wide = all(f.absmax < (1 << 30) and not f.contains(zero) for f in known)
+        if dpx or wide or not want_dpx or any(f.absmax >= (1 << 28) and not f.contains(zero)
+                                              for f in known):
+            return ("dpx_",) * dpx + ("dpxw_",) * wide
+        return None  # "dpxw_" is out (the zero is there); "dpx_" needs the range pass
+
     def _dpx_variants(self, spec, sr, dt, a, b, facts, want_dpx: bool = True) -> tuple:
         """The exact DPX tiles of an int32 min_plus / max_plus product, by the operands' values,
         in order of preference: "dpx_" when every operand other than the zero has |x| < 2^28 (the
@@ -146,21 +161,15 @@ class CudaBackend(Backend):
         ``want_dpx`` or the facts leave "dpxw_" open) one pass of the range-check kernel over each
         operand, one read-back answering both, cheaper than learning the facts here; in a batch
         (no host wait) the guarded tiles, also exact."""
-        zero = sr.zero_for(dt)
-        known = [facts[n] for n in ("a", "b") if facts and facts.get(n) is not None]
-        if len(known) == 2 and all(f.computed for f in known):
-            dpx = all(f.absmax < (1 << 28) for f in known)
-            wide = all(f.absmax < (1 << 30) and not f.contains(zero) for f in known)
-            if dpx or wide or not want_dpx or any(f.absmax >= (1 << 28) and not f.contains(zero)
-                                                  for f in known):
-                return ("dpx_",) * dpx + ("dpxw_",) * wide
-            # left open: "dpx_" (an operand with the zero and |x| up to 2^31); "dpxw_" is out
+        got = self._dpx_facts(sr, dt, facts, want_dpx)
+        if got is not None:
+            return got
         if _batch.current() is not None:
             return ()
         cp = self._cp
         flag = cp.zeros(2, np.int32)
         fn = kernels.function(spec, "range_check")
-        zero = np.int32(zero)
+        zero = np.int32(sr.zero_for(dt))
         for x in (a, b):
             blocks = max(1, min(ceil_div(x.size, 256), 4096))
             fn((blocks,), (256,), (x, _i64(x.size), zero, flag))
