@@ -55,8 +55,8 @@ def test_dpx_facts_choose_dpxw_exactly_without_zero_below_2_30(rng, name):
     a, b = wide_operands(rng, 9, 50, 7)
     assert ask(sr, dt, facts(a, b)) == ("dpxw_",)
     assert ask(sr, dt, facts(a, b), want_dpx=False) == ("dpxw_",)
-    small_a, small_b = (a // 8, b // 8)  # |x| < 2^27: both variants, the sentinel one first
-    assert ask(sr, dt, facts(small_a, small_b)) == ("dpx_", "dpxw_")
+    small_a, small_b = (a // 8, b // 8)  # |x| < 2^27: both variants, the faster "dpxw_" first
+    assert ask(sr, dt, facts(small_a, small_b)) == ("dpxw_", "dpx_")
     for where in ("a", "b"):
         for v in (W, -W, I32.max, I32.min, _zero(name)):  # 2^30 exactly, beyond, the zero
             x, y = a.copy(), b.copy()
@@ -177,3 +177,15 @@ def test_k0_gives_the_zero_or_c(rng, name):
     d, idx = tg.matmul(a, b, name, c=c, return_argmax=True, backend="cuda")
     np.testing.assert_array_equal(d, c)
     np.testing.assert_array_equal(idx, np.full((4, 5), -1))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_small_values_prefer_dpxw_and_the_zero_takes_dpx(roles, rng, name):
+    """|x| < 2^28: "dpxw_" without the zero (measured faster), the sentinel "dpx_" with it."""
+    a, b = wide_operands(rng, 67, 97, 83, lim=2**28 - 1)
+    np.testing.assert_array_equal(tg.matmul(a, b, name, backend="cuda"), ref_plus(a, b, name)[0])
+    assert "dpxw_small" in roles and "dpx_small" not in roles, roles
+    roles.clear()
+    a[7, 9] = _zero(name)
+    np.testing.assert_array_equal(tg.matmul(a, b, name, backend="cuda"), ref_plus(a, b, name)[0])
+    assert "dpx_small" in roles and "dpxw_small" not in roles, roles
