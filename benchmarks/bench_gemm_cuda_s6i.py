@@ -172,7 +172,7 @@ def main(argv=None) -> int:
         return cache[key]
 
     todo = [(name, role, lib[name][role], kinds, role.endswith("_arg"))
-            for (name, role), kinds in LIB.items()]
+            for (name, role), kinds in LIB.items() if not args.confirm]
     todo += [(name, rl, spec, EXTRA[(label, name)][1], rl.endswith("_arg"))
              for (label, name, rl), spec in ext.items()]
     t0 = time.perf_counter()
