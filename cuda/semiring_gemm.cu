@@ -298,7 +298,11 @@ template <typename T> struct BxorBand : Base<T, BxorBand<T> > {
 // instruction; emulated before sm_90). Exact only when the host has checked that every operand
 // other than the zero satisfies |x| < 2^28: the zero is mapped on load to the sentinel -2^30
 // (max) or 2^30 - 1 (min), so no sum wraps, every sum involving a zero lies below -2^29 (above 2^29 for min) and maps back.
-template <bool MAX> struct PlusDpx : Base<int, PlusDpx<MAX> > {
+// W ("dpxw_"): no sentinel, identity maps. Exact only when the host knows that neither operand
+// holds the zero and every |x| < 2^30: each sum then lies strictly inside the int32 range (no
+// wrap, never the zero, so it is the saturating guarded one); the only zero a k-loop meets is the
+// padding's, A's zero + B's one (0) = the zero exactly, which ⊕ drops (acc starts at the zero).
+template <bool MAX, bool W = false> struct PlusDpx : Base<int, PlusDpx<MAX, W> > {
   __device__ __forceinline__ static int zero() { return MAX ? Lim<int>::lo() : Lim<int>::hi(); }
   __device__ __forceinline__ static int one() { return 0; }
   __device__ __forceinline__ static int add(int x, int y) { return MAX ? max(x, y) : min(x, y); }
@@ -307,15 +311,17 @@ template <bool MAX> struct PlusDpx : Base<int, PlusDpx<MAX> > {
     return MAX ? __viaddmax_s32(a, b, acc) : __viaddmin_s32(a, b, acc);
   }
   __device__ __forceinline__ static int load_map(int x) {
-    return x != zero() ? x : MAX ? -(1 << 30) : (1 << 30) - 1;
+    return W || x != zero() ? x : MAX ? -(1 << 30) : (1 << 30) - 1;
   }
   __device__ __forceinline__ static int store_map(int x) {
-    return (MAX ? x < -(1 << 29) : x > (1 << 29)) ? zero() : x;
+    return !W && (MAX ? x < -(1 << 29) : x > (1 << 29)) ? zero() : x;
   }
   __device__ __forceinline__ static bool better(int v, int acc) { return MAX ? v > acc : v < acc; }
 };
 typedef PlusDpx<true> MaxPlusDpx;
 typedef PlusDpx<false> MinPlusDpx;
+typedef PlusDpx<true, true> MaxPlusDpxW;
+typedef PlusDpx<false, true> MinPlusDpxW;
 
 // ---------------------------------------------------------------------------- vector loads
 // 4 consecutive elements; the caller guarantees 16-byte alignment.
@@ -908,12 +914,17 @@ sr_gemm_wide(const typename SR::type* __restrict__ A, const typename SR::type* _
 
 #undef PTG_SMALL_K_BATCH
 
-// Flags operands the DPX path cannot take exactly: any x != zero with |x| >= 2^28.
+// Flags operands the DPX tiles cannot take exactly: flag[0] for "dpx_" (some x != zero with
+// |x| >= 2^28), flag[1] for "dpxw_" (the zero, or some |x| >= 2^30). One pass answers both.
 __global__ void dpx_range_check(const int* __restrict__ x, i64 size, int zero, int* __restrict__ flag) {
+  bool f0 = false, f1 = false;
   for (i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x; e < size; e += (i64)gridDim.x * blockDim.x) {
     const int v = x[e];
-    if (v != zero && (v >= (1 << 28) || v <= -(1 << 28))) *flag = 1;
+    f0 = f0 || (v != zero && (v >= (1 << 28) || v <= -(1 << 28)));
+    f1 = f1 || v == zero || v >= (1 << 30) || v <= -(1 << 30);
   }
+  if (f0) flag[0] = 1;
+  if (f1) flag[1] = 1;
 }
 
 }  // namespace ptg

@@ -79,7 +79,8 @@ def plan(m: int, n: int, k: int, batch: int, itemsize: int, argmax: bool, builti
 
 
 def variant_plan(p: Plan, names, prefix: str) -> Plan | None:
-    """``p`` on the tiles of a variant ("dpx_": int32 plus through DPX; "nz_": min_times /
+    """``p`` on the tiles of a variant ("dpx_": int32 plus through DPX; "dpxw_": the same without
+    the sentinel, for no zero and |x| < 2^30; "nz_": min_times /
     max_times without the per-slab zero test, exact when neither operand holds the zero), or None
     where the variant has no such tile. "big" runs as the variant's "big3" where compiled (64x128x8
     at 3 blocks/SM, measured faster on the H200: NZ 25.4 TOPS against the guarded "big" 23.2, DPX
@@ -88,9 +89,10 @@ def variant_plan(p: Plan, names, prefix: str) -> Plan | None:
     return Plan(p.kind, role, p.ks, p.kc) if p.kind == "tile" and prefix + role in names else None
 
 
-def run(be, spec, a, b, c, argmax: bool, p: Plan, dpx: bool, nz: bool = False):
+def run(be, spec, a, b, c, argmax: bool, p: Plan, dpx: bool, nz: bool = False, prefix: str = ""):
     """Launch plan ``p`` for (B, m, k) a, (B, k, n) b (batch 1 broadcasts) and c (or None);
-    returns (d, idx or None). ``dpx`` / ``nz``: use the DPX / NZ instantiation of a tile role."""
+    returns (d, idx or None). ``dpx`` / ``nz``: use the DPX / NZ instantiation of a tile role;
+    ``prefix``: any variant's ("dpxw_")."""
     cp = be._cp
     dt = a.dtype
     batch = max(a.shape[0], b.shape[0], 1 if c is None else c.shape[0])
@@ -98,7 +100,7 @@ def run(be, spec, a, b, c, argmax: bool, p: Plan, dpx: bool, nz: bool = False):
     n = b.shape[2]
     d = cp.empty((batch, m, n), dt)
     idx = cp.empty((batch, m, n), np.int32) if argmax else None
-    fn = kernels.function(spec, ("dpx_" if dpx else "nz_" if nz else "") + p.role)
+    fn = kernels.function(spec, (prefix or ("dpx_" if dpx else "nz_" if nz else "")) + p.role)
     sfx = "_arg" if argmax else ""
     per_launch = _MAX_GRID_YZ // p.ks
     for z0 in range(0, batch, per_launch):

@@ -163,6 +163,9 @@ def gemm_spec(sr: Semiring, dtype: np.dtype) -> ModuleSpec:
             names.update({k: v for k, v in _gemm_names(dpx, 4, False, "dpx_", variants=True, small_k=False,
                                                          big3=True).items() if "combine" not in k})
             names["range_check"] = "ptg::dpx_range_check"
+            # no zero and |x| < 2^30 (the facts say so): DPX with identity maps ("dpxw_")
+            names.update({"dpxw_" + t: _gemm_expr(dpx + "W", t, t.endswith("_arg"))
+                          for t in ("big3", "small", "small_arg")})
         return ModuleSpec(f"gemm:{sr.name}:{dtype.name}", "semiring_gemm.cu", names)
     if not (sr.cuda_add and sr.cuda_mul):
         raise TypeError(f"matmul: semiring {sr.name!r} has no CUDA expressions (cuda_add/cuda_mul); "
@@ -188,7 +191,7 @@ struct {struct} : Base<{ct}, {struct}> {{
 
 def tile_of(role: str) -> tuple[int, ...]:
     """(BM, BN, BK, TM, TN, MINB) of a GEMM role such as "big", "dpx_big_k16", "nz_small_arg"."""
-    return _tile(role.removeprefix("dpx_").removeprefix("nz_"))
+    return _tile(role.split("_", 1)[1] if role.startswith(("dpx_", "dpxw_", "nz_")) else role)
 
 
 BOOLEAN = ModuleSpec("boolean", "boolean.cu", {
