@@ -155,17 +155,27 @@ def time_argmax_forms(eng, size, rounds, reps):
     p.release()
 
 
-def time_semirings(eng, size, rounds, reps, names):
-    """Per selective semiring: plain without / with WA, argmax (PF2, DV + row) without / with WA;
-    the issue's ratio is the plain default (WA) over the argmax."""
+#: run a's argmax forms in the semiring step
+FORMS_A = {"argmax": ARG["AT 128 PF2"], "argmax WA": ARG["AT 128 PF2 WA"],
+           "argmax PF1 WA": ARG["AT 128 PF1 WA"]}
+#: run b: 8x4 outputs a thread (512 threads, ≈ 120 registers; s4 without WA: argmax first pass
+#: 7.58 ms, 3 % over its own plain loop, which was 17 % slower than 8x8's, with 3 workgroup reads
+#: per 32 pairs: the clamps WA removes are a larger share there)
+T84 = dict(T128, TN=4)
+FORMS_B = {"argmax PF1 WA": ARG["AT 128 PF1 WA"], "argmax 8x4 WA PF0": dict(T84, WA=True),
+           "argmax 8x4 WA PF2": dict(T84, PF=2, WA=True)}
+
+
+def time_semirings(eng, size, rounds, reps, names, forms=FORMS_A):
+    """Per selective semiring: plain without / with WA, the argmax ``forms`` (DV first pass + row
+    second pass); the issue's ratio is the plain default (WA) over the argmax."""
     summary = {}
     for sname in names:
         p = Problem(eng, size, size, size, True, sname)
         q = Problem(eng, size, size, size, False, sname)
         rows, tmps = {"plain": [q.tiled(dict(T128, ARGMAX=False))],
                       "plain WA": [q.tiled(dict(T128, WA=True, ARGMAX=False))]}, []
-        for x, kp in (("argmax", ARG["AT 128 PF2"]), ("argmax WA", ARG["AT 128 PF2 WA"]),
-                      ("argmax PF1 WA", ARG["AT 128 PF1 WA"])):
+        for x, kp in forms.items():
             kpa = dict(kp, ARGMAX=True, AT=True, DV=True)
             fix, tmp = passes.argfix_commands(eng, p.code, kpa, p.binds, size, size, size, bt=True)
             rows[x], tmps = [p.tiled(kpa)] + fix, tmps + tmp
@@ -191,7 +201,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes (lavapipe smoke)")
     ap.add_argument("--json", default="wgpu_gemm_s6.json")
+    ap.add_argument("--run", default="a", choices=("a", "b"),
+                    help="b: the 8x4 argmax tile with WA (min_plus, max_plus) only")
     args = ap.parse_args(argv)
+    if args.run == "b":
+        return run_b(args)
     eng = get_engine()
     OUT["device"] = f"{eng.rt.info.name} ({eng.rt.info.backend}, {eng.rt.name})"
     log(f"device {OUT['device']}; package {ptg.__file__}")
@@ -207,6 +221,23 @@ def main(argv=None) -> int:
              lambda: s5c.time_plain(eng, big, big, big, ["128", "128 WA"], rounds, r_big),
              lambda: s5c.time_plain(eng, mid, mid, mid, ["128", "128 WA"], rounds, r_mid)]
     timing.run_steps(steps, OUT, args.json, t0)  # a form whose check failed is not adopted
+    return 0 if ok else 1
+
+
+def run_b(args) -> int:
+    """The 8x4 argmax forms: f32 extreme-value and tie checks first, then min_plus / max_plus."""
+    eng = get_engine()
+    OUT["device"] = f"{eng.rt.info.name} ({eng.rt.info.backend}, {eng.rt.name})"
+    t0 = time.time()
+    CASES[:] = CASES[:1] if args.quick else [(s, "float32") for s in SELECTIVE]
+    ok = True
+    for x in ("argmax 8x4 WA PF0", "argmax 8x4 WA PF2"):
+        ok &= check_extremes(x, FORMS_B[x], True)
+        ok &= check_argmax_ties(x, FORMS_B[x])
+    log(f"checks {'passed' if ok else 'FAILED'}")
+    size, rounds, reps = (256, 3, 2) if args.quick else (4096, 9, 3)
+    timing.run_steps([lambda: time_semirings(eng, size, rounds, reps, ("min_plus", "max_plus"),
+                                             FORMS_B)], OUT, args.json, t0)
     return 0 if ok else 1
 
 
