@@ -138,7 +138,10 @@ TILES = {"t32_bk8": {"BM": 32, "BN": 32, "BK": 8, "TM": 4, "TN": 4, "PF": 0},  #
          "t32_bk8_pf1": {"BM": 32, "BN": 32, "BK": 8, "TM": 4, "TN": 4, "PF": 1},
          "t32_bk16_pf1": {"BM": 32, "BN": 32, "BK": 16, "TM": 4, "TN": 4, "PF": 1},
          "t32_bk8_pf2": {"BM": 32, "BN": 32, "BK": 8, "TM": 4, "TN": 4, "PF": 2},
-         "t32_bk16_pf2": {"BM": 32, "BN": 32, "BK": 16, "TM": 4, "TN": 4, "PF": 2}}
+         "t32_bk16_pf2": {"BM": 32, "BN": 32, "BK": 16, "TM": 4, "TN": 4, "PF": 2},
+         # session 6: the workgroup tiles as k rows of vec4 (WA, the big tile's layout since s5)
+         "t32_bk8_wa": {"BM": 32, "BN": 32, "BK": 8, "TM": 4, "TN": 4, "PF": 0, "WA": True},
+         "t32_bk8_pf2_wa": {"BM": 32, "BN": 32, "BK": 8, "TM": 4, "TN": 4, "PF": 2, "WA": True}}
 RUN1_TILES = ("t32_bk8", "t32_bk16", "t32_bk32", "t32_bk64", "t16_bk16", "t32x16_bk16")
 
 

@@ -183,7 +183,8 @@ def _tiles(ctx, eng, chains, args, stamps, modes, add) -> None:
     time from pass timestamps (the second run's tile rows were confounded by the clock's fall)."""
     P.tiles(ctx, eng, chains["min_plus"], args.ops, args.repeats, stamps,
             "pass" if "pass" in modes else None, add,
-            names=("t32_bk8", "t32_bk8_pf2", "t32_bk16_pf2", "t32_bk8_pf1"), rounds=args.rounds)
+            names=("t32_bk8", "t32_bk8_pf2", "t32_bk16_pf2", "t32_bk8_pf1", "t32_bk8_wa",
+                   "t32_bk8_pf2_wa"), rounds=args.rounds)
 
 
 def _diagnose(ctx, eng, chains, args, stamps, modes, add) -> None:

@@ -7,7 +7,7 @@ layout. This run checks each WA form bit for bit first (odd shapes, ±inf, ``c``
 ties across k-tiles and k running downhill), then times, GPU timestamps round-robin: the argmax
 by k-tile's first pass and whole (4096³), the plain big tile at 2048³ and 4096³ with and without
 WA, the small tile on 1024 × 8192 × 120 (min(m, n) < 128: the small tile's shape), and split-k's
-tile at 1024³ (4 layers, the first pass alone).
+tile at 1024³ (4 layers; the timed commands include the fold).
 
     python benchmarks/bench_wgpu_gemm_s5c.py --json $OUT/wgpu_gemm_h200_s5c.json [--quick]
 """
@@ -68,7 +68,7 @@ def time_plain(eng, m, k, n, names, rounds, reps):
 
 
 def time_split(eng, size, rounds, reps):
-    """split-k's first pass (4 layers of 128×128, DV partial stores) with and without WA."""
+    """split-k (4 layers of 128×128, DV partial stores, then the fold) with and without WA."""
     q = Problem(eng, size, size, size, False)
     layers, ks = 4, size // 4
     rows, tmps = {}, []

@@ -30,15 +30,20 @@ from .templating import WGSL_TYPES, literal
 #: per read (min_plus f32 8192^3 on an H200 through Vulkan: 23.9 TOPS, 22.5 without WA, cuda big3
 #: 25.0 in the same run; every variant measured: benchmarks/results/wgpu_gemm_notes.md)
 TILE = {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "PF": 0, "WA": True}
-#: the big tile's argmax by k-tile prefetches (PF=2: one workgroup an SM fits its registers, none
-#: other hides the loads; H200 4096^3 first pass 7.08 ms, PF=0 8.50, PF=1 7.66); WA not measured
-TILE_ARGMAX = {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "PF": 2}
-#: a smaller tile for mid-sized problems (more workgroups; 1024^3: 14.3 TOPS, BK=8 13.0)
-TILE_SMALL = {"BM": 64, "BN": 64, "BK": 16, "TM": 4, "TN": 4, "PF": 0}
+#: the big tile's argmax by k-tile prefetches (one workgroup an SM fits its registers, none other
+#: hides the loads; s4, no WA: 4096^3 first pass PF=2 7.08 ms, PF=0 8.50, PF=1 7.66). s6, whole
+#: argmax 4096^3 on the H200, flat PF2 / WA PF2 / WA PF1: min_plus 7.36 / 7.40 / 7.38, max_plus
+#: 7.39 / 7.47 / 7.34, max_min 10.94 / 10.56 / 10.52, min_max 10.62 / 10.61 / 10.63 ms: WA PF1
+TILE_ARGMAX = {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "PF": 1, "WA": True}
+#: a smaller tile for mid-sized problems (more workgroups; 1024^3: 14.3 TOPS, BK=8 13.0); WA (s6,
+#: H200, 1024 x 8192 x 120: 0.716 ms, flat 0.771)
+TILE_SMALL = {"BM": 64, "BN": 64, "BK": 16, "TM": 4, "TN": 4, "PF": 0, "WA": True}
 #: small products (m, n <= TINY_MN): 32 x 32 tiles, so a 64^3 GEMM runs on 4 workgroups, not one
 #: (latency-bound: a queued 64^3 min_plus waited ~48 us on the H200 for its single workgroup;
 #: lavapipe 32^3-128^3: 1.5-1.8x faster; benchmarks/bench_small_gemm_tiles.py). None: off.
-TILE_TINY = {"BM": 32, "BN": 32, "BK": 8, "TM": 4, "TN": 4, "PF": 0}
+#: PF=2 (s6, H200, queued 64^3 min_plus: GPU time 0.85-0.88 of PF=0 in each of 4 rounds; WA: no
+#: clear gain, not taken; benchmarks/results/batch_notes.md)
+TILE_TINY = {"BM": 32, "BN": 32, "BK": 8, "TM": 4, "TN": 4, "PF": 2}
 TINY_MN = 128
 #: argmax by k-tile (AT): the tiled kernel folds each k-tile's plain ⊕ into the running best with the
 #: tile's index, and ``gemm_argfix`` finds the k inside the winning tile; False: a compare and two
@@ -136,7 +141,7 @@ def choose_kernel(m: int, n: int, k: int, argmax: bool, wg_storage: int = 16384,
     if argmax:
         if k <= SKINNY_K and n <= SKINNY_N:
             return "gemm_simple", {"ARGMAX": True, "KCONST": k, "WG": WG}
-        kp = dict(TILE_SMALL, ARGMAX=True)
+        kp = dict(TILE_SMALL, ARGMAX=True, WA=False)  # WA on this argmax tile: not measured
         if ARGMAX_BY_TILE if by_tile is None else by_tile:  # the big tile where the plain GEMM
             if m * n > (1 << 20) and min(m, n) >= 128:     # takes it (H200 4096^3: 7.69 ms
                 kp = dict(TILE_ARGMAX, ARGMAX=True)        # against 64x64's 9.83)

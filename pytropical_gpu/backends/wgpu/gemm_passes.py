@@ -35,8 +35,9 @@ ARGFIX_ROW_WG = WG
 #: gemm_transpose's square tile, 16 or 32 (H200 4096^2: 0.041 ms against 16's 0.073)
 TRANSPOSE_TS = 32
 #: split-k: the tile, its workgroups resident at once (H200: 132 SMs x 2), most layers, least k
-#: per layer (the rule: :func:`split_plan`)
-SPLIT_TILE = {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "PF": 0}
+#: per layer (the rule: :func:`split_plan`); WA (s6, H200 1024^3, 4 layers and the fold: 0.101 ms,
+#: flat 0.111)
+SPLIT_TILE = {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "PF": 0, "WA": True}
 SPLIT_SLOTS = 264
 SPLIT_MAX = 8
 SPLIT_MIN_K = 64
