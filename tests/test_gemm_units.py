@@ -19,6 +19,7 @@ from reference import ref_matmul
 import pytropical_gpu as tg
 from conftest import require_backend
 from pytropical_gpu.backends.cuda import gemm_launch, gemm_units, kernels
+from pytropical_gpu.backends.cuda.streams import stream_key
 
 PLUS = ["min_plus", "max_plus"]
 
@@ -144,7 +145,7 @@ def test_units_exact(rng, name, m, k, n, slots, ticket, with_c):
         d = gemm_units.run(be, spec, cp.asarray(a)[None], cp.asarray(b)[None],
                            None if c is None else cp.asarray(c)[None], slots=slots, ticket=ticket)
         np.testing.assert_array_equal(d.get()[0], want)
-    assert not gemm_units._buffers[(cp.cuda.Device().id, cp.cuda.get_current_stream().ptr)][1].any()
+    assert not gemm_units._buffers[stream_key(cp)][1].any()
 
 
 @pytest.mark.parametrize("name", PLUS)
@@ -172,3 +173,37 @@ def test_backend_takes_units_by_the_rule(monkeypatch, rng, name):
     a[4, 5] = np.nan
     with pytest.raises(ValueError):
         tg.matmul(a, b, name, backend="cuda")
+
+
+def test_units_on_per_thread_default_streams_keep_apart(rng):
+    """Two threads, each on its own per-thread default stream (the same handle, 2), launch at once:
+    each gets its own counters and workspace (a shared set would mix their split tiles)."""
+    require_backend("cuda")
+    import threading
+
+    import cupy as cp
+
+    be = tg.get_backend("cuda")
+    spec = gemm_units.spec("min_plus")
+    ops = [_operands(rng, "min_plus", 333, 2048, 700) for _ in range(2)]
+    wants = [ref_matmul(a, b, "min_plus")[0] for a, b in ops]
+    got, errors = [None, None], []
+
+    def work(i):
+        try:
+            with cp.cuda.Stream.ptds:
+                a, b = (cp.asarray(x)[None] for x in ops[i])
+                outs = [gemm_units.run(be, spec, a, b, None, slots=7) for _ in range(20)]
+                got[i] = [d.get()[0] for d in outs]
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for i in range(2):
+        for d in got[i]:
+            np.testing.assert_array_equal(d, wants[i])

@@ -23,6 +23,7 @@ from ...shaders import load_source
 from ..base import ceil_div
 from . import kernels
 from .gemm_launch import _NULL, _i64
+from .streams import stream_key
 
 ROLE = "units_big3"
 #: the semirings (float32) it is compiled for: min / max ⊕ over a guard-free ⊗ (float plus)
@@ -39,7 +40,7 @@ PER_SM = kernels.TILES["big3"][5]
 MIN_K = 1024
 
 _lock = threading.Lock()
-_buffers: dict[tuple[int, int], tuple[object, object]] = {}
+_buffers: dict[tuple[int, int, int], tuple[object, object]] = {}
 
 
 def layout(m: int, n: int, k: int, slots: int) -> tuple[int, int, int]:
@@ -69,7 +70,10 @@ def wanted(name: str, dtype, role: str, ks: int, k: int, batch: int, argmax: boo
 
 
 def _buffers_for(cp, ws_elems: int, counters: int):
-    key = (cp.cuda.Device().id, cp.cuda.get_current_stream().ptr)
+    """This stream's workspace and counters (``streams.stream_key``), grown as needed. Kept for the
+    stream's life as the searches keep theirs: one dropped while a launch queued on a per-thread
+    default stream still reads it could be handed to another thread's allocation."""
+    key = stream_key(cp)
     with _lock:
         ws, cnt = _buffers.get(key, (None, None))
         if ws is None or ws.size < ws_elems:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import kernels, search_group, search_raw
+from .streams import stream_key
 
 #: candidate buffers up to this many bytes are kept between calls (larger: allocated per call).
 CAND_KEEP = 1 << 24
@@ -81,7 +82,7 @@ def search(be, sl, qp, qn, mp, mn, k: int, kb: int):
     if plan is None:
         return None
     fn, grid, block, smem, (pre, with_q, post, last), group, per_query, merge, n = plan
-    skey = (dev, cp.cuda.get_current_stream().ptr)
+    skey = stream_key(cp, dev)
     okey = skey + (q, k) if OUT_AHEAD and merge is None else None
     out = _ahead.pop(okey, None) if okey else None
     if out is None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import kernels, search_fused, search_raw
+from .streams import stream_key
 
 #: score, candidate and counter buffers up to this many bytes are kept between calls.
 KEEP = 1 << 27
@@ -63,7 +64,7 @@ def search(be, sl, qp, qn, mp, mn, k: int, kb: int):
     if plan is None:
         return None
     fn, gx, per_block, block, smem, scalars, st, group, topk, chunks, chunk, merge, raw = plan
-    skey = (dev, cp.cuda.get_current_stream().ptr)
+    skey = stream_key(cp, dev)
     s = _buf(cp, skey + ("s", st), min(q, group) * m, st)
     m64 = np.int64(m)
     if group >= q and not (RAW_LAUNCH and search_raw.launch(
