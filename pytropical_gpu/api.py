@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from numpy.typing import ArrayLike
 
-from .facts import CALL
+from .facts import verb_call
 from .hybrid import default_context, module_backend
 from .semirings import Semiring, SemiringName
 from .types import PackedCols, PackedRows
@@ -70,12 +70,9 @@ def matmul(a: ArrayLike, b: ArrayLike, semiring: SemiringName | Semiring = "max_
     >>> matmul(np.array([0, 1]), np.array([[2, 5], [0, 0]]), "max_plus", backend="cpu")
     array([2, 5])
     """
-    CALL.shared = {}  # what routing learns of the operands serves the operation (this call)
-    try:
+    with verb_call():  # what routing learns of the operands serves the operation
         be = module_backend("matmul", (a, b, c), backend, semiring)
         return be.matmul(a, b, semiring, c=c, out=out, return_argmax=return_argmax)
-    finally:
-        CALL.shared = None
 
 
 def pack_rows(a: ArrayLike, *, backend: BackendArg = None) -> PackedRows:

@@ -23,6 +23,7 @@ the next call may follow an in-place change.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import Any
 
@@ -215,14 +216,27 @@ def _small(x: Any, xp: Any, dt: np.dtype) -> dict:
 
 class _Call(threading.local):
     """The facts learned during the verb call running on this thread: ``shared`` maps an operand's
-    ``id`` to ``(operand, xp, Facts)`` while a verb call is open (it sets ``{}`` first and None
-    when it returns), else None: nothing is shared."""
+    ``id`` to ``(operand, xp, Facts)`` while a verb call is open (:func:`verb_call`), else None:
+    nothing is shared."""
 
     shared: dict | None = None
 
 
 #: this thread's open verb call (see the module docstring)
 CALL = _Call()
+
+
+@contextlib.contextmanager
+def verb_call():
+    """Share facts for one verb call (:data:`CALL`): a fresh share while it runs, and whatever was
+    there before (an outer verb call's share, or none) when it returns or raises, so a verb called
+    inside another (a user semiring's callback) neither ends nor reuses the outer call's share."""
+    outer = CALL.shared
+    CALL.shared = {}
+    try:
+        yield
+    finally:
+        CALL.shared = outer
 
 
 def of(x: Any, xp: Any = None) -> Facts:
@@ -259,4 +273,4 @@ def guard_needed(sr: Any, dt: np.dtype, fa: Facts, fb: Facts) -> bool:
     return False
 
 
-__all__ = ["CALL", "Facts", "guard_needed", "of"]
+__all__ = ["CALL", "Facts", "guard_needed", "of", "verb_call"]

@@ -15,7 +15,7 @@ from typing import Any
 
 from .backends import get_backend
 from .batch import Batch
-from .facts import CALL
+from .facts import verb_call
 from .ops._checks import bundle_operands, recheck_handle
 from .routing import DEFAULT_THRESHOLDS, OP_ALIASES, Router, requested
 from .semirings import Semiring
@@ -110,12 +110,9 @@ class HybridContext(Router):
     def matmul(self, a: Any, b: Any, semiring: str | Semiring = "max_plus", *, c: Any = None,
                out: Any = None, return_argmax: bool = False, backend: str | None = None) -> Any:
         """See :func:`pytropical_gpu.matmul`."""
-        CALL.shared = {}  # what routing learns of the operands serves the operation (this call)
-        try:
+        with verb_call():  # what routing learns of the operands serves the operation
             be = self._be("matmul", (a, b, c), backend, semiring)
             return be.matmul(a, b, semiring, c=c, out=out, return_argmax=return_argmax)
-        finally:
-            CALL.shared = None
 
     def pack_rows(self, a: Any, *, backend: str | None = None) -> PackedRows:
         return self._be("pack_rows", (a,), backend).pack_rows(a)

@@ -141,3 +141,19 @@ def test_outside_a_verb_nothing_is_shared(rng):
     x = rng.standard_normal((3, 3)).astype(np.float32)
     assert facts.CALL.shared is None
     assert facts.of(x) is not facts.of(x)
+
+
+def test_a_verb_called_inside_another_gives_the_outer_share_back():
+    """A verb called during a verb (a user semiring's callback, a backend calling the API) runs
+    with a share of its own and leaves the outer call's share as it found it."""
+    from pytropical_gpu import facts
+
+    assert facts.CALL.shared is None
+    with facts.verb_call():
+        outer = facts.CALL.shared
+        x = np.ones((3, 3), np.float32)
+        f = facts.of(x)
+        tg.matmul(x, x, "min_plus", backend="cpu")  # the inner verb call
+        assert facts.CALL.shared is outer
+        assert facts.of(x) is f
+    assert facts.CALL.shared is None
