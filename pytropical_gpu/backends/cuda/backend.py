@@ -112,7 +112,7 @@ class CudaBackend(Backend):
             if d.shape[0] != batch:
                 d = cp.ascontiguousarray(cp.broadcast_to(d, (batch, m, n)))
             return (d if c is None else d + c), None
-        spec = kernels.gemm_spec(sr, dt)
+        spec = gemm_launch.spec(sr, dt)
         p = gemm_launch.plan(m, n, k, batch, dt.itemsize, argmax, sr.builtin, self._sm_count(),
                              spec.names, self.big_tile)
         if sr.builtin and gemm_units.wanted(sr.name, dt, p.role, p.ks, k, batch, argmax):

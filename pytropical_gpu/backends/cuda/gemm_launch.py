@@ -23,6 +23,23 @@ from . import kernels
 
 _MAX_GRID_YZ = 65535
 _NULL = np.uint64(0)  # a null pointer argument
+#: builtin semirings' GEMM modules by (name, ops, dtype): building the names takes 50-80 µs, once
+#: a call otherwise; a snapshot of ``kernels.TILES`` beside each (benchmarks retune it in place)
+_SPECS: dict[tuple, tuple[dict, kernels.ModuleSpec]] = {}
+
+
+def spec(sr, dtype: np.dtype) -> kernels.ModuleSpec:
+    """``kernels.gemm_spec(sr, dtype)``, kept for builtin semirings (their module depends only on
+    the name, the ops, the dtype and the tile table); a user semiring's is built each call."""
+    if not sr.builtin:
+        return kernels.gemm_spec(sr, dtype)
+    key = (sr.name, sr.add_op, sr.mul_op, sr.selective, np.dtype(dtype).name)
+    hit = _SPECS.get(key)
+    if hit is None or hit[0] != kernels.TILES:
+        hit = _SPECS[key] = (dict(kernels.TILES), kernels.gemm_spec(sr, dtype))
+    return hit[1]
+
+
 #: the wide kernel needs n this large (smaller n: the tiles or the skinny kernel)
 WIDE_N = 1024
 #: split k only into parts of at least this many terms
