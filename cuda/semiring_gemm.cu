@@ -184,7 +184,8 @@ template <typename T> using MaxPlus = TropPlus<T, true>;
 // min_times / max_times. Floats (ZN): the zero enters shared memory as a NaN (load_map), so every
 // term is the plain product: a zero operand gives NaN * x = NaN, which fminf/fmaxf drop and
 // `better` never takes, exactly as the guarded term (the zero, the identity of ⊕) would; the
-// accumulators start at the zero itself (acc_init), so they never hold a NaN and nothing maps back.
+// accumulators start at the zero itself (acc_init), so acc never holds a NaN (an argmax chunk's
+// slab value may, and never wins) and nothing maps back.
 // No per-slab test, no block vote: the k-loop is min_plus's with FMUL for FADD, plus one select per
 // element stored (the API refuses NaN operands, so a NaN can only be a mapped zero or 0 * inf,
 // which already counted as the zero). Integers (no NaN): a slab without the zero runs the plain
