@@ -24,7 +24,9 @@ def pytest_report_header(config):
 
 
 def pytest_terminal_summary(terminalreporter):
-    # the header is hidden under -q (the README's command): say it again at the end
+    # the header is hidden under -q (the README's command): say it again at the end, with the seed
+    # (a failure under a random seed must be reproducible from CI's log)
+    terminalreporter.write_line(f"pytropical_gpu test seed: PYTROPICAL_TEST_SEED={SEED}")
     terminalreporter.write_line(_wgpu_header())
 
 

@@ -46,13 +46,31 @@ def _pool(ctx):
     return host, {k: ctx.to_device(v) for k, v in host.items()}
 
 
+# Chains that reach each end on every seed (random chains alone reached a NaN end only twice in 40
+# for one CI seed): three ending "ok", three raising for a NaN made in the batch and then used as an
+# operand (a NaN result alone is no error), three meeting the subnormal rule (raising only on a
+# flushing adapter).
+FIXED = [
+    [("min_plus", "ones", "small"), ("max_plus", "x", "eye")],
+    [("plus_times", "small", "ones")],
+    [("max_plus", "zero", "small"), ("ask", "x", ""), ("min_plus", "ones", "x")],
+    [("plus_times", "infs", "eye"), ("max_plus", "ones", "x")],
+    [("plus_times", "infs", "eye"), ("min_plus", "x", "ones")],
+    [("min_plus", "small", "ones"), ("plus_times", "infs", "eye"), ("ask", "x", ""),
+     ("plus_times", "x", "eye")],
+    [("min_plus", "tiny", "zero"), ("max_plus", "x", "tiny")],
+    [("min_plus", "tiny", "zero"), ("max_plus", "x", "x")],
+    [("max_plus", "ones", "small"), ("min_plus", "tiny", "zero"), ("max_plus", "x", "tiny")],
+]
+
+
 def _plans(rng, count):
     """Chains of steps (semiring, left, right): a pool name, or "x" (the previous result; in both
     places, the batch's end screens two operands from their words); ("ask", "x" or "p", ""): the
     facts of the previous result or of the one before it asked inside the batch (then known, not
     words, at its end)."""
     names = ["ones", "tiny", "zero", "infs", "eye", "small"]
-    out = []
+    out = [list(p) for p in FIXED]  # each end reached whatever the seed, then random chains
     for _ in range(count):
         steps = []
         for i in range(int(rng.integers(2, 7))):
