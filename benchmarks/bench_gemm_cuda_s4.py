@@ -157,7 +157,7 @@ def main(argv=None) -> int:
 
     def run_tile(spec, rl, a, b, c, arg, ks, k):
         kc = -(-(-(-k // ks)) // kernels.TILES[rl][2]) * kernels.TILES[rl][2]  # noqa: B002
-        return gemm_launch.run(be, spec, a, b, c, arg, gemm_launch.Plan("tile", rl, -(-k // kc), kc), False)
+        return gemm_launch.run(be, spec, a, b, c, arg, gemm_launch.Plan("tile", rl, -(-k // kc), kc))
 
     # ------------------------------------------------------------------ checks (new source)
     crng = np.random.default_rng(2)

@@ -146,7 +146,7 @@ def main(argv=None) -> int:
         bk = kernels.TILES[rl][2]
         kc = (k + ks - 1) // ks
         kc = (kc + bk - 1) // bk * bk
-        return gemm_launch.run(be, spec, a, b, c, arg, gemm_launch.Plan("tile", rl, -(-k // kc), kc), False)
+        return gemm_launch.run(be, spec, a, b, c, arg, gemm_launch.Plan("tile", rl, -(-k // kc), kc))
 
     # ------------------------------------------------------------------ checks
     crng = np.random.default_rng(2)

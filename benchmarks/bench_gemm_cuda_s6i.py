@@ -152,7 +152,7 @@ def main(argv=None) -> int:
         kc = (k + ks - 1) // ks
         kc = (kc + bk - 1) // bk * bk
         plan = gemm_launch.Plan("tile", base, -(-k // kc), kc)
-        return gemm_launch.run(be, spec, a, b, c, arg, plan, False, prefix=pre)
+        return gemm_launch.run(be, spec, a, b, c, arg, plan, prefix=pre)
 
     # ------------------------------------------------------------------ checks
     crng = np.random.default_rng(6)

@@ -125,7 +125,7 @@ def main(argv=None) -> int:
         bk = kernels.TILES[rl][2]
         kc = (k + ks - 1) // ks
         kc = (kc + bk - 1) // bk * bk
-        return gemm_launch.run(be, spec, a, b, c, arg, gemm_launch.Plan("tile", rl, -(-k // kc), kc), False)
+        return gemm_launch.run(be, spec, a, b, c, arg, gemm_launch.Plan("tile", rl, -(-k // kc), kc))
 
     S = 1024 if args.quick else 4096
     rng = np.random.default_rng(1)

@@ -87,7 +87,7 @@ def main(argv=None) -> int:
         bk = kernels.TILES[rl][2]
         kc = (k + ks - 1) // ks
         kc = (kc + bk - 1) // bk * bk
-        return gemm_launch.run(be, spec, a, b, c, arg, gemm_launch.Plan("tile", rl, -(-k // kc), kc), False)
+        return gemm_launch.run(be, spec, a, b, c, arg, gemm_launch.Plan("tile", rl, -(-k // kc), kc))
 
     crng = np.random.default_rng(3)
     shapes = [(67, 97, 83, 1), (130, 132, 260, 1), (70, 600, 36, 3), (256, 72, 256, 1), (64, 1024, 128, 2)]

@@ -137,7 +137,7 @@ def cuda_rows(size, tag):
         plan = gemm_launch.Plan("tile", "big", 1, -(-size // bk) * bk)  # runs as big3 (line 87)
 
         def call(spec=spec, plan=plan):
-            return gemm_launch.run(be, spec, dev[0], dev[1], None, False, plan, False)
+            return gemm_launch.run(be, spec, dev[0], dev[1], None, False, plan)
 
         d = call()[0]
         ok = bool(np.array_equal(d.get()[0][rows], ptg.matmul(a[rows], b, name, backend="cpu")))
