@@ -23,8 +23,9 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
+from _cuda_timer import event_times  # noqa: E402
 from reference import ref_matmul  # noqa: E402
 
 from pytropical_gpu.backends.cuda import gemm_launch, kernels, nvrtc_cache  # noqa: E402
@@ -140,25 +141,15 @@ def precompile(specs, workers):
 
 
 class Timer:
+    """``Timer(cp)(fn, reps, warmup, inner)``: the GEMM benches' timer, bound to CuPy."""
+
     def __init__(self, cp):
         self.cp = cp
 
     def __call__(self, fn, reps=5, warmup=1, inner=1):
-        """Median seconds of one call; ``inner`` > 1: calls back to back between the events
-        (host launch gaps hidden behind the device work), divided."""
-        cp = self.cp
-        for _ in range(warmup):
-            fn()
-        ts = []
-        for _ in range(reps):
-            e0, e1 = cp.cuda.Event(), cp.cuda.Event()
-            e0.record()
-            for _ in range(inner):
-                fn()
-            e1.record()
-            e1.synchronize()
-            ts.append(cp.cuda.get_elapsed_time(e0, e1) / 1e3 / inner)
-        return float(np.median(ts))
+        """Median seconds of one call (``_cuda_timer.event_times``); ``inner`` > 1: calls back to
+        back between the events (host launch gaps hidden behind the device work), divided."""
+        return float(np.median(event_times(self.cp, fn, reps, warmup, inner)))
 
 
 def baselines(cp, timer, rows, log, sizes, rng, nbytes=1 << 30):
