@@ -23,13 +23,13 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from _cuda_timer import event_times  # noqa: E402
 from reference import ref_matmul  # noqa: E402
 
 from pytropical_gpu.backends.cuda import gemm_launch, kernels, nvrtc_cache  # noqa: E402
 from pytropical_gpu.backends.cuda.kernels import OPTIONS, ModuleSpec  # noqa: E402
+from pytropical_gpu.bench.gputime import event_times  # noqa: E402
 
 #: (BM, BN, BK, TM, TN, MINB); the first run's full list is in benchmarks/results/gemm_cuda_notes.md
 CONFIGS = [(128, 128, 8, 8, 8, 2), (128, 256, 16, 8, 16, 1), (128, 128, 16, 8, 4, 1),
@@ -147,7 +147,7 @@ class Timer:
         self.cp = cp
 
     def __call__(self, fn, reps=5, warmup=1, inner=1):
-        """Median seconds of one call (``_cuda_timer.event_times``); ``inner`` > 1: calls back to
+        """Median seconds of one call (``gputime.event_times``); ``inner`` > 1: calls back to
         back between the events (host launch gaps hidden behind the device work), divided."""
         return float(np.median(event_times(self.cp, fn, reps, warmup, inner)))
 

@@ -27,7 +27,6 @@ sys.path[:0] = [HERE, os.path.join(os.path.dirname(HERE), "tests")]
 
 import _wgpu_timing as timing  # noqa: E402
 import bench_wgpu_sweep as sweep  # noqa: E402
-from _cuda_timer import event_times, median_quartiles  # noqa: E402
 from _wgpu_timing import log  # noqa: E402
 from bench_wgpu_argmax import Problem  # noqa: E402
 from bench_wgpu_argmax_s4 import round_robin  # noqa: E402
@@ -35,6 +34,7 @@ from reference import ref_matmul  # noqa: E402
 
 import pytropical_gpu as ptg  # noqa: E402
 from pytropical_gpu.backends.wgpu.device import get_engine  # noqa: E402
+from pytropical_gpu.bench.gputime import event_times, median_quartiles  # noqa: E402
 
 T128 = {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "PF": 0}
 T64x128 = dict(T128, BM=64)  # cuda big3's shape at BK 16: 128 threads, 8x8 each
