@@ -162,7 +162,7 @@ def main(argv=None) -> int:
         bk = kernels.TILES[rl][2]
         kc = _cdiv(_cdiv(k, ks), bk) * bk
         plan = gemm_launch.Plan("tile", rl, _cdiv(k, kc), kc)
-        return gemm_launch.run(be, spec, a, b, c, arg, plan, False)
+        return gemm_launch.run(be, spec, a, b, c, arg, plan)
 
     cache = {}
 
@@ -218,7 +218,7 @@ def main(argv=None) -> int:
                 a, b, c, want, widx = inputs("min_plus", np.dtype("float32"), "mixed", m, k, n, True)
                 rl = role + ("_arg" if arg else "")
                 d, idx = gemm_launch.run(be, specs[tag]["wide"], cp.asarray(a)[None], cp.asarray(b)[None],
-                                         cp.asarray(c)[None], arg, gemm_launch.Plan("wide", rl), False)
+                                         cp.asarray(c)[None], arg, gemm_launch.Plan("wide", rl))
                 ok = bool(np.array_equal(d.get()[0], want)) and (
                     not arg or bool(np.array_equal(idx.get()[0], widx)))
                 out["checks"].append({"src": tag, "case": "wide", "role": rl, "shape": [m, k, n], "ok": ok})
@@ -303,7 +303,7 @@ def main(argv=None) -> int:
                 continue
 
             def call(spec=spec, role=role, a=a, b=b):
-                return gemm_launch.run(be, spec, a, b, None, False, gemm_launch.Plan("wide", role), False)
+                return gemm_launch.run(be, spec, a, b, None, False, gemm_launch.Plan("wide", role))
 
             t = timer(call, 7, inner=10)
             r = {"op": "min_plus f32 small-k", "src": tag, "kernel": role, "size": f"{m}x{k}x{n}", "s": t,

@@ -17,7 +17,6 @@ Timings: CUDA events, median, beside a device copy and cuBLAS SGEMM in the same 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -27,8 +26,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
+from _gemm_run import compile_all, run_record, split_plan  # noqa: E402
 from bench_gemm_cuda_s2 import TextSpec, int_operands  # noqa: E402
-from bench_gemm_sweep import Timer, baselines, precompile  # noqa: E402
+from bench_gemm_sweep import baselines  # noqa: E402
 from reference import ref_matmul  # noqa: E402
 
 from pytropical_gpu.backends.cuda import gemm_launch, kernels  # noqa: E402
@@ -132,23 +132,12 @@ def main(argv=None) -> int:
     import pytropical_gpu as tg
 
     be = tg.get_backend("cuda")
-    info = be.describe()
-    timer = Timer(cp)
-    out = {"device": info, "rows": [], "checks": [], "failed": []}
-    rows, failed = out["rows"], set()
-
+    timer, out, rows, failed, save = run_record(cp, be, args.json)
     log = print  # PYTHONUNBUFFERED=1 on the device
-
-    def save():  # after every row: a run cut by its time limit keeps what it measured
-        out["failed"] = [list(f) for f in sorted(failed)]
-        Path(args.json).write_text(json.dumps(out, indent=1, default=str))
 
     specs = {"new": specs_for("new", (ROOT / "cuda" / "semiring_gemm.cu").read_text()),
              "old": specs_for("old", Path(args.baseline).read_text())}
-    t0 = time.perf_counter()
-    cpu_s = precompile([s for d in specs.values() for s in d.values()], args.workers)
-    out["compile"] = {"wall_s": time.perf_counter() - t0, "cpu_s": cpu_s}
-    log(f"compiled {out['compile']}")
+    compile_all(out, [s for d in specs.values() for s in d.values()], args.workers, log)
 
     # ------------------------------------------------------------------ baselines
     S = 2048 if args.quick else 8192
@@ -156,8 +145,7 @@ def main(argv=None) -> int:
     baselines(cp, timer, rows, log, (2048, S), rng)
 
     def run_tile(spec, rl, a, b, c, arg, ks, k):
-        kc = -(-(-(-k // ks)) // kernels.TILES[rl][2]) * kernels.TILES[rl][2]  # noqa: B002
-        return gemm_launch.run(be, spec, a, b, c, arg, gemm_launch.Plan("tile", rl, -(-k // kc), kc), False)
+        return gemm_launch.run(be, spec, a, b, c, arg, split_plan(rl, k, ks))
 
     # ------------------------------------------------------------------ checks (new source)
     crng = np.random.default_rng(2)

@@ -50,7 +50,7 @@ def main(argv=None) -> int:
             b = cp.random.standard_normal((1, s, s), dtype=cp.float32)
 
         def call(spec=spec, a=a, b=b, arg=arg, pl=pl):
-            return gemm_launch.run(be, spec, a, b, None, arg, pl, False)
+            return gemm_launch.run(be, spec, a, b, None, arg, pl)
 
         d, idx = call()
         rows = cp.arange(0, s, 997)[:9]  # sampled rows, reference on the device

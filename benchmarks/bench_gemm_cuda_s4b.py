@@ -18,7 +18,6 @@ beside a device copy and cuBLAS SGEMM in the same run.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -28,8 +27,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
+from _gemm_run import compile_all, run_record, split_plan  # noqa: E402
 from bench_gemm_cuda_s2 import int_operands  # noqa: E402
-from bench_gemm_sweep import Timer, baselines, precompile  # noqa: E402
+from bench_gemm_sweep import baselines  # noqa: E402
 from reference import ref_matmul  # noqa: E402
 
 from pytropical_gpu.backends.cuda import gemm_launch, kernels  # noqa: E402
@@ -123,30 +123,18 @@ def main(argv=None) -> int:
     import pytropical_gpu as tg
 
     be = tg.get_backend("cuda")
-    timer = Timer(cp)
-    out = {"device": be.describe(), "rows": [], "checks": [], "failed": []}
-    rows, failed = out["rows"], set()
+    timer, out, rows, failed, save = run_record(cp, be, args.json)
     log = print
 
-    def save():
-        out["failed"] = [list(f) for f in sorted(failed)]
-        Path(args.json).write_text(json.dumps(out, indent=1, default=str))
-
     sp = specs()
-    t0 = time.perf_counter()
-    cpu_s = precompile(list(sp.values()), args.workers)
-    out["compile"] = {"wall_s": time.perf_counter() - t0, "cpu_s": cpu_s}
-    log(f"compiled {out['compile']}")
+    compile_all(out, list(sp.values()), args.workers, log)
 
     S = 2048 if args.quick else 8192
     rng = np.random.default_rng(1)
     baselines(cp, timer, rows, log, (2048, S), rng)
 
     def run_tile(spec, rl, a, b, c, arg, ks, k):
-        bk = kernels.TILES[rl][2]
-        kc = (k + ks - 1) // ks
-        kc = (kc + bk - 1) // bk * bk
-        return gemm_launch.run(be, spec, a, b, c, arg, gemm_launch.Plan("tile", rl, -(-k // kc), kc), False)
+        return gemm_launch.run(be, spec, a, b, c, arg, split_plan(rl, k, ks))
 
     # ------------------------------------------------------------------ checks
     crng = np.random.default_rng(2)

@@ -23,7 +23,6 @@ failed variant is not timed. Timings: CUDA events, median, beside a device copy 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -33,9 +32,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
+from _gemm_run import compile_all, run_record, split_plan, tile_name, tile_specs  # noqa: E402
 from bench_gemm_cuda_s2 import int_operands  # noqa: E402
 from bench_gemm_cuda_s4b import float_operands, int_late  # noqa: E402
-from bench_gemm_sweep import Timer, baselines, precompile  # noqa: E402
+from bench_gemm_sweep import baselines  # noqa: E402
 from reference import ref_matmul  # noqa: E402
 
 from pytropical_gpu.backends.cuda import gemm_launch, kernels  # noqa: E402
@@ -70,22 +70,11 @@ I32 = np.iinfo(np.int32)
 
 
 def rname(cfg, arg):
-    return "s5c_" + "_".join(map(str, cfg)) + ("_arg" if arg else "")
+    return tile_name("s5c", cfg, arg)
 
 
 def specs():
-    out = {}
-    for label, (_, functor, _, variants) in CASES.items():
-        for cfg, arg in variants:
-            bm, bn, bk, tm, tn, mb = cfg
-            rl = rname(cfg, arg)
-            kernels.TILES[rl] = cfg
-            names = {rl: f"ptg::sr_gemm<{functor}, {bm}, {bn}, {bk}, {tm}, {tn}, {mb}, "
-                         f"{'true' if arg else 'false'}>",
-                     "combine": f"ptg::sr_combine<{functor}, false>",
-                     "combine_arg": f"ptg::sr_combine<{functor}, true>"}
-            out[(label, rl)] = kernels.ModuleSpec(f"s5c:{label}:{rl}", "semiring_gemm.cu", names, EXTRA)
-    return out
+    return tile_specs("s5c", CASES, EXTRA)
 
 
 def nozero_operands(rng, name, m, k, n):
@@ -119,27 +108,15 @@ def main(argv=None) -> int:
     from pytropical_gpu.semirings import get_semiring
 
     be = tg.get_backend("cuda")
-    timer = Timer(cp)
-    out = {"device": be.describe(), "rows": [], "checks": [], "failed": []}
-    rows, failed = out["rows"], set()
+    timer, out, rows, failed, save = run_record(cp, be, args.json)
     log = print
-
-    def save():
-        out["failed"] = [list(f) for f in sorted(failed)]
-        Path(args.json).write_text(json.dumps(out, indent=1, default=str))
 
     sp = specs()
     mp_spec = kernels.gemm_spec(get_semiring("min_plus"), np.dtype(np.float32))
-    t0 = time.perf_counter()
-    cpu_s = precompile(list(sp.values()) + [mp_spec], args.workers)
-    out["compile"] = {"wall_s": time.perf_counter() - t0, "cpu_s": cpu_s}
-    log(f"compiled {out['compile']}")
+    compile_all(out, list(sp.values()) + [mp_spec], args.workers, log)
 
     def run_tile(spec, rl, a, b, c, arg, ks, k):
-        bk = kernels.TILES[rl][2]
-        kc = (k + ks - 1) // ks
-        kc = (kc + bk - 1) // bk * bk
-        return gemm_launch.run(be, spec, a, b, c, arg, gemm_launch.Plan("tile", rl, -(-k // kc), kc), False)
+        return gemm_launch.run(be, spec, a, b, c, arg, split_plan(rl, k, ks))
 
     if args.profile:
         s = 2048

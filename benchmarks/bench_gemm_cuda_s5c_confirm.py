@@ -93,7 +93,7 @@ def main(argv=None) -> int:
     for label in ("max_times nz", "min_plus"):  # the same 64x64x16 2/SM tile without argmax
         rl = rname(ARG_T, False)
         t = timer(lambda label=label, rl=rl: gemm_launch.run(
-            be, sp[(label, rl)], a[None], b[None], None, False, gemm_launch.Plan("tile", rl, 1, S), False), 5)
+            be, sp[(label, rl)], a[None], b[None], None, False, gemm_launch.Plan("tile", rl, 1, S)), 5)
         record(f"{label} plain tile {ARG_T}", t)
     ai = cp.random.randint(-(2**28) + 1, 2**28, (S, S), dtype=cp.int32)
     bi = cp.random.randint(-(2**28) + 1, 2**28, (S, S), dtype=cp.int32)
@@ -102,11 +102,11 @@ def main(argv=None) -> int:
     spec = kernels.gemm_spec(get_semiring("max_plus"), np.dtype(np.int32))
     for role in ("big", "big3"):
         t = timer(lambda role=role: gemm_launch.run(be, spec, ai[None], bi[None], None, False,
-                                                    gemm_launch.Plan("tile", role, 1, S), True), 5)
+                                                    gemm_launch.Plan("tile", role, 1, S), prefix="dpx_"), 5)
         record(f"max_plus i32 DPX {role} (kernel)", t)
     d = tg.matmul(ai, bi, "max_plus", backend="cuda")[:64]  # dpx_big3, against the DPX "big" tile
     ref = gemm_launch.run(be, spec, ai[None, :64], bi[None], None, False,
-                          gemm_launch.Plan("tile", "big", 1, S), True)[0][0]
+                          gemm_launch.Plan("tile", "big", 1, S), prefix="dpx_")[0][0]
     if not bool(cp.array_equal(d, ref)):
         out["failed"].append(["max_plus i32 dpx_big3 vs dpx_big"])
     save()

@@ -22,7 +22,6 @@ a device copy and cuBLAS SGEMM.
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing
 import sys
 import time
@@ -34,8 +33,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
+from _gemm_run import run_record, split_plan  # noqa: E402
 from bench_gemm_cuda_s2 import int_operands  # noqa: E402
-from bench_gemm_sweep import Timer, _compile, baselines  # noqa: E402
+from bench_gemm_sweep import _compile, baselines  # noqa: E402
 from ref_int_plus import ref_plus, wide_operands  # noqa: E402
 
 from pytropical_gpu.backends.cuda import gemm_launch, kernels  # noqa: E402
@@ -116,14 +116,8 @@ def main(argv=None) -> int:
     from pytropical_gpu.semirings import get_semiring
 
     be = tg.get_backend("cuda")
-    timer = Timer(cp)
-    out = {"device": be.describe(), "rows": [], "checks": [], "failed": []}
-    rows, failed = out["rows"], set()
+    timer, out, rows, failed, save = run_record(cp, be, args.json)
     log = print
-
-    def save():
-        out["failed"] = [list(f) for f in sorted(failed)]
-        Path(args.json).write_text(json.dumps(out, indent=1, default=str))
 
     full = {name: kernels.gemm_spec(get_semiring(name), np.dtype(np.int32)) for name in NAMES}
     # the library's instantiations, one small module a role (compiled in parallel, the same names),
@@ -147,12 +141,7 @@ def main(argv=None) -> int:
     def run_tile(spec, role, a, b, c, arg, ks, k):
         """role: a library role ("dpxw_big3", "big", ...) or an extra spec's own."""
         pre = next((x for x in ("dpxw_", "dpx_") if role.startswith(x)), "")
-        base = role[len(pre):]
-        bk = kernels.tile_of(role)[2]
-        kc = (k + ks - 1) // ks
-        kc = (kc + bk - 1) // bk * bk
-        plan = gemm_launch.Plan("tile", base, -(-k // kc), kc)
-        return gemm_launch.run(be, spec, a, b, c, arg, plan, False, prefix=pre)
+        return gemm_launch.run(be, spec, a, b, c, arg, split_plan(role[len(pre):], k, ks), prefix=pre)
 
     # ------------------------------------------------------------------ checks
     crng = np.random.default_rng(6)

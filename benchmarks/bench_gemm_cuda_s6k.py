@@ -120,7 +120,7 @@ def main(argv=None) -> int:
         pl = gemm_launch.plan(m, b.shape[2], k, 1, 4, False, True, sms, sp[name].names, "big3")
         if ks > 1:
             pl = gemm_launch.Plan("tile", "big3", ks, ceil_div(ceil_div(k, ks), BK) * BK)
-        return gemm_launch.run(be, sp[name], a, b, c, False, pl, False)[0], pl
+        return gemm_launch.run(be, sp[name], a, b, c, False, pl)[0], pl
 
     def units(name, a, b, c, lay):
         W, U, dyn, G, ver = lay

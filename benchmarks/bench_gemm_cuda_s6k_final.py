@@ -49,7 +49,7 @@ def main(argv=None) -> int:
         _, m, k = a.shape
         pl = gemm_launch.plan(m, b.shape[2], k, 1, 4, False, True, sms, spec.names, "big3")
         assert pl.role == "big3" and pl.ks == 1
-        return gemm_launch.run(be, spec, a, b, None, False, pl, False)[0]
+        return gemm_launch.run(be, spec, a, b, None, False, pl)[0]
 
     ok_all = True
     ops = {}

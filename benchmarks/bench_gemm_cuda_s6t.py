@@ -22,7 +22,6 @@ events, median, beside a device copy and cuBLAS SGEMM.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -32,8 +31,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
+from _gemm_run import compile_all, run_record, split_plan, tile_name, tile_specs  # noqa: E402
 from bench_gemm_cuda_s4b import float_operands  # noqa: E402
-from bench_gemm_sweep import Timer, baselines, precompile  # noqa: E402
+from bench_gemm_sweep import baselines  # noqa: E402
 from reference import ref_matmul  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tests"))  # tests/conftest.py, not the root one
@@ -73,22 +73,11 @@ TKINDS = ("none", "one", "few", "every")
 
 
 def rname(cfg, arg):
-    return "s6t_" + "_".join(map(str, cfg)) + ("_arg" if arg else "")
+    return tile_name("s6t", cfg, arg)
 
 
 def specs():
-    out = {}
-    for label, (_, functor, _, variants) in CASES.items():
-        for cfg, arg in variants:
-            bm, bn, bk, tm, tn, mb = cfg
-            rl = rname(cfg, arg)
-            kernels.TILES[rl] = cfg
-            names = {rl: f"ptg::sr_gemm<{functor}, {bm}, {bn}, {bk}, {tm}, {tn}, {mb}, "
-                         f"{'true' if arg else 'false'}>",
-                     "combine": f"ptg::sr_combine<{functor}, false>",
-                     "combine_arg": f"ptg::sr_combine<{functor}, true>"}
-            out[(label, rl)] = kernels.ModuleSpec(f"s6t:{label}:{rl}", "semiring_gemm.cu", names, EXTRA)
-    return out
+    return tile_specs("s6t", CASES, EXTRA)
 
 
 def main(argv=None) -> int:
@@ -104,28 +93,16 @@ def main(argv=None) -> int:
     from pytropical_gpu.semirings import get_semiring
 
     be = tg.get_backend("cuda")
-    timer = Timer(cp)
-    out = {"device": be.describe(), "rows": [], "checks": [], "failed": []}
-    rows, failed = out["rows"], set()
+    timer, out, rows, failed, save = run_record(cp, be, args.json)
     log = print
-
-    def save():
-        out["failed"] = [list(f) for f in sorted(failed)]
-        Path(args.json).write_text(json.dumps(out, indent=1, default=str))
 
     sp = specs()
     lib = [kernels.gemm_spec(get_semiring(n), np.dtype(d)) for n in ("max_times", "min_times")
            for d in ("float32", "float64")]
-    t0 = time.perf_counter()
-    cpu_s = precompile(list(sp.values()) + lib, args.workers)
-    out["compile"] = {"wall_s": time.perf_counter() - t0, "cpu_s": cpu_s}
-    log(f"compiled {out['compile']}")
+    compile_all(out, list(sp.values()) + lib, args.workers, log)
 
     def run_tile(spec, rl, a, b, c, arg, ks, k):
-        bk = kernels.TILES[rl][2]
-        kc = (k + ks - 1) // ks
-        kc = (kc + bk - 1) // bk * bk
-        return gemm_launch.run(be, spec, a, b, c, arg, gemm_launch.Plan("tile", rl, -(-k // kc), kc), False)
+        return gemm_launch.run(be, spec, a, b, c, arg, split_plan(rl, k, ks))
 
     S = 1024 if args.quick else 4096
     rng = np.random.default_rng(1)

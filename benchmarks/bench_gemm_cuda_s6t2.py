@@ -17,7 +17,6 @@ every slab.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -26,11 +25,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_gemm_cuda_s6t as s6t  # noqa: E402
+from _gemm_run import run_record, split_plan  # noqa: E402
 from bench_gemm_cuda_s4b import float_operands  # noqa: E402
-from bench_gemm_sweep import Timer, precompile  # noqa: E402
+from bench_gemm_sweep import precompile  # noqa: E402
 from reference import ref_matmul  # noqa: E402
 
-from pytropical_gpu.backends.cuda import gemm_launch, kernels  # noqa: E402
+from pytropical_gpu.backends.cuda import gemm_launch  # noqa: E402
 
 ARG_T, T3 = s6t.ARG_T, s6t.T3
 EXTRA = """
@@ -68,14 +68,8 @@ def main(argv=None) -> int:
     import pytropical_gpu as tg
 
     be = tg.get_backend("cuda")
-    timer = Timer(cp)
-    out = {"device": be.describe(), "rows": [], "checks": [], "failed": []}
-    rows, failed = out["rows"], set()
+    timer, out, rows, failed, save = run_record(cp, be, args.json)
     log = print
-
-    def save():
-        out["failed"] = [list(f) for f in sorted(failed)]
-        Path(args.json).write_text(json.dumps(out, indent=1, default=str))
 
     s6t.CASES, s6t.EXTRA = CASES, EXTRA
     sp = s6t.specs()
@@ -84,10 +78,7 @@ def main(argv=None) -> int:
     log(f"compiled {out['compile']}")
 
     def run_tile(spec, rl, a, b, c, arg, ks, k):
-        bk = kernels.TILES[rl][2]
-        kc = (k + ks - 1) // ks
-        kc = (kc + bk - 1) // bk * bk
-        return gemm_launch.run(be, spec, a, b, c, arg, gemm_launch.Plan("tile", rl, -(-k // kc), kc), False)
+        return gemm_launch.run(be, spec, a, b, c, arg, split_plan(rl, k, ks))
 
     crng = np.random.default_rng(3)
     shapes = [(67, 97, 83, 1), (130, 132, 260, 1), (70, 600, 36, 3), (256, 72, 256, 1), (64, 1024, 128, 2)]

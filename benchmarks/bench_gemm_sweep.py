@@ -29,6 +29,7 @@ from reference import ref_matmul  # noqa: E402
 
 from pytropical_gpu.backends.cuda import gemm_launch, kernels, nvrtc_cache  # noqa: E402
 from pytropical_gpu.backends.cuda.kernels import OPTIONS, ModuleSpec  # noqa: E402
+from pytropical_gpu.bench.gputime import event_times  # noqa: E402
 
 #: (BM, BN, BK, TM, TN, MINB); the first run's full list is in benchmarks/results/gemm_cuda_notes.md
 CONFIGS = [(128, 128, 8, 8, 8, 2), (128, 256, 16, 8, 16, 1), (128, 128, 16, 8, 4, 1),
@@ -140,25 +141,15 @@ def precompile(specs, workers):
 
 
 class Timer:
+    """``Timer(cp)(fn, reps, warmup, inner)``: the GEMM benches' timer, bound to CuPy."""
+
     def __init__(self, cp):
         self.cp = cp
 
     def __call__(self, fn, reps=5, warmup=1, inner=1):
-        """Median seconds of one call; ``inner`` > 1: calls back to back between the events
-        (host launch gaps hidden behind the device work), divided."""
-        cp = self.cp
-        for _ in range(warmup):
-            fn()
-        ts = []
-        for _ in range(reps):
-            e0, e1 = cp.cuda.Event(), cp.cuda.Event()
-            e0.record()
-            for _ in range(inner):
-                fn()
-            e1.record()
-            e1.synchronize()
-            ts.append(cp.cuda.get_elapsed_time(e0, e1) / 1e3 / inner)
-        return float(np.median(ts))
+        """Median seconds of one call (``gputime.event_times``); ``inner`` > 1: calls back to
+        back between the events (host launch gaps hidden behind the device work), divided."""
+        return float(np.median(event_times(self.cp, fn, reps, warmup, inner)))
 
 
 def baselines(cp, timer, rows, log, sizes, rng, nbytes=1 << 30):
@@ -343,7 +334,7 @@ def main(argv=None) -> int:
         kc = _cdiv(_cdiv(k, ks), bk) * bk
         plan = gemm_launch.Plan("tile", rl, _cdiv(k, kc), kc)
         d, idx = gemm_launch.run(be, spec, cp.asarray(a)[None], cp.asarray(b)[None],
-                                 None if c is None else cp.asarray(c)[None], arg, plan, False)
+                                 None if c is None else cp.asarray(c)[None], arg, plan)
         want, widx = ref_matmul(a, b, name, c)
         ok = bool(np.array_equal(d.get()[0], want)) and (not arg or bool(np.array_equal(idx.get()[0], widx)))
         out["checks"].append({"semiring": label, "role": rl, "argmax": arg, "shape": [m, k, n], "ks": plan.ks,
@@ -376,7 +367,7 @@ def main(argv=None) -> int:
         kc = _cdiv(_cdiv(k, ks), bk) * bk
         plan = gemm_launch.Plan("tile", rl, _cdiv(k, kc), kc)
         def call():
-            return gemm_launch.run(be, spec, a, b, None, arg, plan, False)
+            return gemm_launch.run(be, spec, a, b, None, arg, plan)
 
         t = timer(call, 3 if m >= 8192 else 7, inner=1 if m >= 8192 else 10)
         r = {"op": label + (" argmax" if arg else ""), "config": kernels.TILES[rl], "size": f"{m}x{k}x{n}",
@@ -407,7 +398,7 @@ def main(argv=None) -> int:
         a[:, :, ::7] = np.iinfo(np.int32).min
         a, b = cp.asarray(a), cp.asarray(rng.integers(-10**6, 10**6, (1, S, S), dtype=np.int32))
         plan = gemm_launch.Plan("tile", role(cfg), 1, S)
-        t = timer(lambda: gemm_launch.run(be, specs[(label, cfg)], a, b, None, False, plan, False), 3)
+        t = timer(lambda: gemm_launch.run(be, specs[(label, cfg)], a, b, None, False, plan), 3)
         rows.append({"op": label + " (zero in every slab)", "config": cfg, "size": f"{S}^3", "ks": 1,
                      "s": t, "TOPS": 2 * S**3 / t / 1e12})
         log(f"{label} zero in every slab {cfg}: {2 * S**3 / t / 1e12:.2f} TOPS")
@@ -438,7 +429,7 @@ def main(argv=None) -> int:
         a = operands(crng, name, dt, m, k, n)[0] if m * k <= 2**22 else rng.integers(-8, 8, (m, k)).astype(dt)
         b = operands(crng, name, dt, m, k, n)[1] if k * n <= 2**22 else rng.integers(-8, 8, (k, n)).astype(dt)
         da, db = cp.asarray(a)[None], cp.asarray(b)[None]
-        d, idx = gemm_launch.run(be, real[label], da, db, None, arg, p, False)
+        d, idx = gemm_launch.run(be, real[label], da, db, None, arg, p)
         rows_chk = slice(0, min(m, 512))
         want, widx = ref_matmul(a[rows_chk], b, name)
         ok = bool(np.array_equal(d.get()[0][rows_chk], want)) and (
@@ -448,12 +439,12 @@ def main(argv=None) -> int:
             want, widx = ref_matmul(a, b[:, cols], name)
             ok = ok and bool(np.array_equal(d.get()[0][:, cols], want)) and (
                 not arg or bool(np.array_equal(idx.get()[0][:, cols], widx)))
-        t = timer(lambda: gemm_launch.run(be, real[label], da, db, None, arg, p, False), 7, inner=10)
+        t = timer(lambda: gemm_launch.run(be, real[label], da, db, None, arg, p), 7, inner=10)
         nbytes = (m * k + k * n + m * n) * dt.itemsize + (m * n * 4 if arg else 0)
         r = {"op": f"{label} small-k{' argmax' if arg else ''}", "size": f"{m}x{k}x{n}", "kernel": p.role,
              "ks": p.ks, "s": t, "ok": ok, "TOPS": 2 * m * n * k / t / 1e12, "GB_s": nbytes / t / 1e9,
              "frac_of_copy_bw": nbytes / t / copy_bw, "copy_floor_s": nbytes / copy_bw,
-             "s_single_call": timer(lambda: gemm_launch.run(be, real[label], da, db, None, arg, p, False), 7)}
+             "s_single_call": timer(lambda: gemm_launch.run(be, real[label], da, db, None, arg, p), 7)}
         rows.append(r)
         log(f"{r['op']:28s} {p.role:12s} {r['size']:16s} {t * 1e3:8.4f} ms "
             f"({r['frac_of_copy_bw']:.2f} of copy) ok={ok}")

@@ -34,6 +34,7 @@ from reference import ref_matmul  # noqa: E402
 
 import pytropical_gpu as ptg  # noqa: E402
 from pytropical_gpu.backends.wgpu.device import get_engine  # noqa: E402
+from pytropical_gpu.bench.gputime import event_times, median_quartiles  # noqa: E402
 
 T128 = {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "PF": 0}
 T64x128 = dict(T128, BM=64)  # cuda big3's shape at BK 16: 128 threads, 8x8 each
@@ -126,39 +127,41 @@ def cuda_rows(size, tag):
     from pytropical_gpu.semirings import get_semiring
 
     be = tg.get_backend("cuda")
-    rng = np.random.default_rng(0)
-    a = (rng.integers(-1000, 1000, (size, size)) / 8).astype(np.float32)
-    b = (rng.integers(-1000, 1000, (size, size)) / 8).astype(np.float32)
-    dev = [cp.asarray(a)[None], cp.asarray(b)[None]]
-    rows = np.random.default_rng(1).choice(size, min(size, 2), replace=False)
+    a, b, dev, rows = cuda_operands(cp, size)
     for name in ("min_plus", "max_plus"):
         spec = kernels.gemm_spec(get_semiring(name), np.dtype(np.float32))
         bk = kernels.TILES["big3"][2]
         plan = gemm_launch.Plan("tile", "big", 1, -(-size // bk) * bk)  # runs as big3 (line 87)
 
         def call(spec=spec, plan=plan):
-            return gemm_launch.run(be, spec, dev[0], dev[1], None, False, plan, False)
+            return gemm_launch.run(be, spec, dev[0], dev[1], None, False, plan)
 
         d = call()[0]
         ok = bool(np.array_equal(d.get()[0][rows], ptg.matmul(a[rows], b, name, backend="cpu")))
         del d
-        ts = []
-        call()
-        for _ in range(7):
-            e0, e1 = cp.cuda.Event(), cp.cuda.Event()
-            e0.record()
-            call()
-            e1.record()
-            e1.synchronize()
-            ts.append(cp.cuda.get_elapsed_time(e0, e1))
-        med = float(np.median(ts))
-        r = {"label": f"cuda big3 {name} ({tag})", "median_ms": med,
-             "q1_ms": float(np.percentile(ts, 25)), "q3_ms": float(np.percentile(ts, 75)),
-             "tops": 2 * size ** 3 / med / 1e9, "ok": ok, "m": size}
-        log(f"{size}^3 {r['label']}: {med:.3f} ms {r['tops']:.2f} TOPS ok={ok}")
-        OUT["cuda"].append(r)
+        cuda_row(cp, call, size, f"cuda big3 {name} ({tag})", ok)
     dev.clear()
     cp.get_default_memory_pool().free_all_blocks()
+
+
+def cuda_operands(cp, size):
+    """(a, b) on the host (eighths in [-125, 125), Problem's seed), [a, b] on the device as
+    batches of one, and the two sampled rows a cuda row is checked on."""
+    rng = np.random.default_rng(0)
+    a = (rng.integers(-1000, 1000, (size, size)) / 8).astype(np.float32)
+    b = (rng.integers(-1000, 1000, (size, size)) / 8).astype(np.float32)
+    dev = [cp.asarray(a)[None], cp.asarray(b)[None]]
+    return a, b, dev, np.random.default_rng(1).choice(size, min(size, 2), replace=False)
+
+
+def cuda_row(cp, call, size, label, ok):
+    """Time ``call`` (CUDA events, one warm-up, median and quartiles of 7 calls), log the row and
+    add it to ``OUT["cuda"]``; ``ok``: the caller's check of the same kernel."""
+    med, q1, q3 = median_quartiles([t * 1e3 for t in event_times(cp, call, 7)])
+    r = {"label": label, "median_ms": med, "q1_ms": q1, "q3_ms": q3,
+         "tops": 2 * size ** 3 / med / 1e9, "ok": ok, "m": size}
+    log(f"{size}^3 {r['label']}: {med:.3f} ms {r['tops']:.2f} TOPS ok={ok}")
+    OUT["cuda"].append(r)
 
 
 def ref_rows(a, b, rows, name):

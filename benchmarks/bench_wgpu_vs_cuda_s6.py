@@ -45,11 +45,7 @@ def cuda_units_rows(size, tag):
     from pytropical_gpu.backends.cuda import gemm_units
 
     be = tg.get_backend("cuda")
-    rng = np.random.default_rng(0)
-    a = (rng.integers(-1000, 1000, (size, size)) / 8).astype(np.float32)
-    b = (rng.integers(-1000, 1000, (size, size)) / 8).astype(np.float32)
-    dev = [cp.asarray(a)[None], cp.asarray(b)[None]]
-    rows = np.random.default_rng(1).choice(size, min(size, 2), replace=False)
+    a, b, dev, rows = s5.cuda_operands(cp, size)
     for name in ("min_plus", "max_plus"):
         spec = gemm_units.spec(name)
 
@@ -59,21 +55,7 @@ def cuda_units_rows(size, tag):
         d = call()
         ok = bool(np.array_equal(d.get()[0][rows], ptg.matmul(a[rows], b, name, backend="cpu")))
         del d
-        ts = []
-        call()
-        for _ in range(7):
-            e0, e1 = cp.cuda.Event(), cp.cuda.Event()
-            e0.record()
-            call()
-            e1.record()
-            e1.synchronize()
-            ts.append(cp.cuda.get_elapsed_time(e0, e1))
-        med = float(np.median(ts))
-        r = {"label": f"cuda units {name} ({tag})", "median_ms": med,
-             "q1_ms": float(np.percentile(ts, 25)), "q3_ms": float(np.percentile(ts, 75)),
-             "tops": 2 * size ** 3 / med / 1e9, "ok": ok, "m": size}
-        log(f"{size}^3 {r['label']}: {med:.3f} ms {r['tops']:.2f} TOPS ok={ok}")
-        s5.OUT["cuda"].append(r)
+        s5.cuda_row(cp, call, size, f"cuda units {name} ({tag})", ok)
     dev.clear()
     cp.get_default_memory_pool().free_all_blocks()
 

@@ -27,19 +27,40 @@ def queue_time(eng, disp, reps, repeats=7, max_time=20.0) -> h.Timing:
     return h.Timing(t.median / reps, t.q20 / reps, t.q80 / reps, t.n)
 
 
+def event_times(cp, fn, reps: int, warmup: int = 1, inner: int = 1) -> list[float]:
+    """Seconds per call of ``fn``, one value per repetition (the CUDA-event loop of every suite
+    and benchmark script).
+
+    ``warmup`` calls first (not waited for: the first event records behind them on the stream),
+    then ``reps`` times: an event, ``inner`` calls back to back (host launch gaps hidden behind the
+    device work), an event, a wait for it; the time between the events divided by ``inner``.
+    ``cp`` is the CuPy module.
+    """
+    for _ in range(warmup):
+        fn()
+    ts = []
+    for _ in range(reps):
+        e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+        e0.record()
+        for _ in range(inner):
+            fn()
+        e1.record()
+        e1.synchronize()
+        ts.append(cp.cuda.get_elapsed_time(e0, e1) / 1e3 / inner)
+    return ts
+
+
+def median_quartiles(ts) -> tuple[float, float, float]:
+    """(median, 25th, 75th percentile) of ``ts``, as floats in the unit of ``ts``."""
+    return float(np.median(ts)), float(np.percentile(ts, 25)), float(np.percentile(ts, 75))
+
+
 def cupy_time(cp, fn, reps, repeats=7) -> h.Timing:
-    """Per-call time of ``reps`` calls of ``fn`` between two CUDA events."""
+    """Per-call time of ``reps`` calls of ``fn`` between two CUDA events, after one call that is
+    waited for."""
     fn()
     cp.cuda.Device().synchronize()
-    ts = []
-    for _ in range(repeats):
-        s, e = cp.cuda.Event(), cp.cuda.Event()
-        s.record()
-        for _ in range(reps):
-            fn()
-        e.record()
-        e.synchronize()
-        ts.append(cp.cuda.get_elapsed_time(s, e) / 1e3 / reps)
+    ts = event_times(cp, fn, repeats, warmup=0, inner=reps)
     q20, med, q80 = np.quantile(ts, [0.2, 0.5, 0.8])
     return h.Timing(float(med), float(q20), float(q80), len(ts))
 
@@ -53,4 +74,4 @@ def copy_time(eng, nbytes, reps) -> h.Timing:
     return h.Timing(t.median / reps, t.q20 / reps, t.q80 / reps, t.n)
 
 
-__all__ = ["copy_time", "cupy_or_none", "cupy_time", "queue_time"]
+__all__ = ["copy_time", "cupy_or_none", "cupy_time", "event_times", "median_quartiles", "queue_time"]

@@ -121,11 +121,11 @@ class CudaBackend(Backend):
         if qs["dpx_"] is not None or qs["dpxw_"] is not None:  # int32 min_plus / max_plus tiles
             for pre in self._dpx_variants(spec, sr, dt, a, b, facts, qs["dpx_"] is not None):
                 if qs[pre] is not None:
-                    return gemm_launch.run(self, spec, a, b, c, argmax, qs[pre], False, prefix=pre)
+                    return gemm_launch.run(self, spec, a, b, c, argmax, qs[pre], prefix=pre)
         q = gemm_launch.variant_plan(p, spec.names, "nz_")
         if q is not None and self._nz_ok(sr, dt, facts):
-            return gemm_launch.run(self, spec, a, b, c, argmax, q, False, nz=True)
-        return gemm_launch.run(self, spec, a, b, c, argmax, p, False)
+            return gemm_launch.run(self, spec, a, b, c, argmax, q, prefix="nz_")
+        return gemm_launch.run(self, spec, a, b, c, argmax, p)
 
     @staticmethod
     def _nz_ok(sr, dt, facts) -> bool:

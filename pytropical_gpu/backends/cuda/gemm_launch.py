@@ -106,10 +106,10 @@ def variant_plan(p: Plan, names, prefix: str) -> Plan | None:
     return Plan(p.kind, role, p.ks, p.kc) if p.kind == "tile" and prefix + role in names else None
 
 
-def run(be, spec, a, b, c, argmax: bool, p: Plan, dpx: bool, nz: bool = False, prefix: str = ""):
+def run(be, spec, a, b, c, argmax: bool, p: Plan, prefix: str = ""):
     """Launch plan ``p`` for (B, m, k) a, (B, k, n) b (batch 1 broadcasts) and c (or None);
-    returns (d, idx or None). ``dpx`` / ``nz``: use the DPX / NZ instantiation of a tile role;
-    ``prefix``: any variant's ("dpxw_")."""
+    returns (d, idx or None). ``prefix``: the variant's instantiation of the tile role ("dpx_",
+    "dpxw_", "nz_"; "" the plain one), as ``variant_plan`` names it."""
     cp = be._cp
     dt = a.dtype
     batch = max(a.shape[0], b.shape[0], 1 if c is None else c.shape[0])
@@ -117,7 +117,7 @@ def run(be, spec, a, b, c, argmax: bool, p: Plan, dpx: bool, nz: bool = False, p
     n = b.shape[2]
     d = cp.empty((batch, m, n), dt)
     idx = cp.empty((batch, m, n), np.int32) if argmax else None
-    fn = kernels.function(spec, (prefix or ("dpx_" if dpx else "nz_" if nz else "")) + p.role)
+    fn = kernels.function(spec, prefix + p.role)
     sfx = "_arg" if argmax else ""
     per_launch = _MAX_GRID_YZ // p.ks
     for z0 in range(0, batch, per_launch):
