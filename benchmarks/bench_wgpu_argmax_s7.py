@@ -29,9 +29,12 @@ import os
 import sys
 import time
 
+import numpy as np
+
 os.environ.setdefault("PYTROPICAL_WEBGPU", "wgpu")
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [HERE, os.path.join(os.path.dirname(HERE), "tests")]
+# this checkout's package first, whatever PYTHONPATH says (TACC exists only in its gemm_tiled.wgsl)
+sys.path[:0] = [HERE, os.path.join(os.path.dirname(HERE), "tests"), os.path.dirname(HERE)]
 
 import _wgpu_timing as timing  # noqa: E402
 import bench_wgpu_gemm_s6 as s6  # noqa: E402
@@ -59,6 +62,16 @@ PLAIN = {"a plain TILE": gemm.TILE, "b plain TILE_ARGMAX": TA,
 #: not fit the odd shapes; the timed DV forms are checked on sampled rows of their 4096³ result)
 CHECKED = {x.removesuffix(" DV"): {k: v for k, v in kp.items() if k != "DV"}
            for x, kp in PLAIN.items() if "TACC" in x}
+
+
+def has_tacc() -> bool:
+    """The imported package's ``gemm_tiled`` knows TACC (an older one renders the plain kernel)."""
+    from pytropical_gpu.backends.wgpu import templating
+    from pytropical_gpu.semirings import get_semiring
+
+    code = gemm.semiring_code(get_semiring("min_plus"), np.dtype(np.float32), False)
+    return "tacc_0_0" in templating.render("gemm_tiled", **code.params(), **PLAIN["c TACC1 PF1"],
+                                           ARGMAX=False, HAS_C=False)
 
 
 def checks(quick) -> bool:
@@ -144,6 +157,9 @@ def main(argv=None) -> int:
     os.makedirs(args.out, exist_ok=True)
     logf = open(os.path.join(args.out, name + ".log"), "w")  # noqa: SIM115 - for the whole run
     sys.stdout = _Tee(sys.stdout, logf)
+    if not has_tacc():
+        log(f"{ptg.__file__}: its gemm_tiled.wgsl has no TACC (run from branch s7argmax)")
+        return 2
     eng = get_engine()
     OUT["device"] = f"{eng.rt.info.name} ({eng.rt.info.backend}, {eng.rt.name})"
     log(f"device {OUT['device']}; package {ptg.__file__}; workgroup storage "
