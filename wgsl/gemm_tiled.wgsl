@@ -28,7 +28,7 @@ $$ set FBIND = nb
 {$ include "gemm_facts.wgsl" $}
 $$ endif
 
-$$ if ARGMAX
+$$ if ARGMAX or TACC|default(0) == 2
 // strict improvement per lane (ties keep the smaller k, as the k loop runs upwards)
 fn better4(v: V, acc: V) -> vec4<bool> {
 $$ if ADD_OP == "min"
@@ -44,6 +44,11 @@ $$ endif
 fn pad_b() -> T { return {{ ONE }}; }
 $$ set AT = ARGMAX and AT|default(false)
 $$ set PAIR = ARGMAX and not AT
+{# TACC (benchmarks only, ARGMAX false; a template comment, so the library's shaders stay byte for
+   byte as before): AT's tile accumulator without the index, each k-tile's ⊕ folded into the result
+   by ⊕ (1), or by AT's compare and select without the index's select (2); either equals the plain
+   GEMM for min/max ⊕: what the tile value costs apart from the index (wgpu_gemm_notes.md, s7). #}
+$$ set TA = AT or (not ARGMAX and TACC|default(0) in (1, 2))
 $$ set NTX = BN // TN
 $$ set NTY = BM // TM
 $$ set NT = NTX * NTY
@@ -169,9 +174,9 @@ $$ if PAIR
 $$ endif
 $$ for i in range(TM)
 $$ for j in range(TN4)
-$$ if AT and kk == 0
+$$ if TA and kk == 0
             tacc_{{ i }}_{{ j }} = mul4(a{{ i }}, b{{ j }});
-$$ elif AT
+$$ elif TA
             tacc_{{ i }}_{{ j }} = add4(tacc_{{ i }}_{{ j }}, mul4(a{{ i }}, b{{ j }}));
 $$ elif PAIR
             {
@@ -200,6 +205,16 @@ $$ for j in range(TN4)
 $$ endfor
 $$ endfor
         }
+$$ elif TA
+$$ for i in range(TM)
+$$ for j in range(TN4)
+$$ if TACC == 2
+        acc_{{ i }}_{{ j }} = select(acc_{{ i }}_{{ j }}, tacc_{{ i }}_{{ j }}, better4(tacc_{{ i }}_{{ j }}, acc_{{ i }}_{{ j }}));
+$$ else
+        acc_{{ i }}_{{ j }} = add4(acc_{{ i }}_{{ j }}, tacc_{{ i }}_{{ j }});
+$$ endif
+$$ endfor
+$$ endfor
 $$ endif
 $$- endmacro
 
@@ -218,7 +233,7 @@ $$ for j in range(TN4)
 $$ if ARGMAX
     var idx_{{ i }}_{{ j }} = vec4<i32>(-1i);
 $$ endif
-$$ if AT
+$$ if TA
     var tacc_{{ i }}_{{ j }}: V;
 $$ endif
 $$ endfor
