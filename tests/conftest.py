@@ -67,3 +67,32 @@ def rng(request) -> np.random.Generator:
 
 def supports_f64(backend: str) -> bool:
     return backend != "wgpu"
+
+
+@pytest.fixture(params=[False, True], ids=["keeps", "flushes"])
+def flushing(request, monkeypatch) -> bool:
+    """The wgpu adapter in use taken as one that keeps subnormals, then as one that flushes them
+    (its ``flushes_subnormals`` flag set); the value is the flag. test_wgpu_subnormals.py has a
+    ``flushing`` of its own (always flushing, the engine as its value)."""
+    require_backend("wgpu")
+    from pytropical_gpu.backends.wgpu.device import get_engine
+
+    monkeypatch.setattr(get_engine(), "flushes_subnormals", request.param)
+    return request.param
+
+
+@pytest.fixture
+def roles(monkeypatch) -> list:
+    """The cuda GEMM roles launched, in order (a spy on ``kernels.function``); skips without cuda."""
+    require_backend("cuda")
+    from pytropical_gpu.backends.cuda import kernels
+
+    seen = []
+    real = kernels.function
+
+    def spy(spec, role):
+        seen.append(role)
+        return real(spec, role)
+
+    monkeypatch.setattr(kernels, "function", spy)
+    return seen
