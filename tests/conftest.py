@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import random
+import zlib
 
 import numpy as np
 import pytest
@@ -61,9 +62,39 @@ def backend(request) -> str:
 
 @pytest.fixture
 def rng(request) -> np.random.Generator:
-    """A generator seeded from the session seed and the test's name (reproducible per test)."""
-    return np.random.default_rng([SEED, abs(hash(request.node.name)) % (2**31)])
+    """A generator seeded from the session seed and the test's name (reproducible per test: the
+    name's crc32, not ``hash()``, which Python salts per process)."""
+    return np.random.default_rng([SEED, zlib.crc32(request.node.name.encode())])
 
 
 def supports_f64(backend: str) -> bool:
     return backend != "wgpu"
+
+
+@pytest.fixture(params=[False, True], ids=["keeps", "flushes"])
+def flushing(request, monkeypatch) -> bool:
+    """The wgpu adapter in use taken as one that keeps subnormals, then as one that flushes them
+    (its ``flushes_subnormals`` flag set); the value is the flag. test_wgpu_subnormals.py has a
+    ``flushing`` of its own (always flushing, the engine as its value)."""
+    require_backend("wgpu")
+    from pytropical_gpu.backends.wgpu.device import get_engine
+
+    monkeypatch.setattr(get_engine(), "flushes_subnormals", request.param)
+    return request.param
+
+
+@pytest.fixture
+def roles(monkeypatch) -> list:
+    """The cuda GEMM roles launched, in order (a spy on ``kernels.function``); skips without cuda."""
+    require_backend("cuda")
+    from pytropical_gpu.backends.cuda import kernels
+
+    seen = []
+    real = kernels.function
+
+    def spy(spec, role):
+        seen.append(role)
+        return real(spec, role)
+
+    monkeypatch.setattr(kernels, "function", spy)
+    return seen

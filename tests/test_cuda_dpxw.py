@@ -73,21 +73,6 @@ def test_dpx_facts_choose_dpxw_exactly_without_zero_below_2_30(rng, name):
 
 
 # ------------------------------------------------------------------------------ device
-@pytest.fixture
-def roles(monkeypatch):
-    """The GEMM roles launched (a spy on kernels.function)."""
-    require_backend("cuda")
-    seen = []
-    real = kernels.function
-
-    def spy(spec, role):
-        seen.append(role)
-        return real(spec, role)
-
-    monkeypatch.setattr(kernels, "function", spy)
-    return seen
-
-
 def _check(got, want, argmax):
     d, idx = got if argmax else (got, None)
     np.testing.assert_array_equal(np.asarray(d), want[0])

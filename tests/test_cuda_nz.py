@@ -13,7 +13,6 @@ import pytest
 from reference import ref_matmul
 
 import pytropical_gpu as tg
-from conftest import require_backend
 from pytropical_gpu.backends.cuda import gemm_launch, kernels
 from pytropical_gpu.backends.cuda.backend import CudaBackend
 from pytropical_gpu.facts import Facts
@@ -98,21 +97,6 @@ def test_nz_ok_only_when_facts_say_no_zero(rng, name):
 
 
 # ------------------------------------------------------------------------------ device
-@pytest.fixture
-def roles(monkeypatch):
-    """The GEMM roles launched (a spy on kernels.function)."""
-    require_backend("cuda")
-    seen = []
-    real = kernels.function
-
-    def spy(spec, role):
-        seen.append(role)
-        return real(spec, role)
-
-    monkeypatch.setattr(kernels, "function", spy)
-    return seen
-
-
 @pytest.mark.parametrize("name", TIMES)
 @pytest.mark.parametrize(("m", "k", "n"), [(67, 97, 83), (130, 260, 132), (17, 1300, 9)],
                          ids=["small", "small2", "split_k"])

@@ -14,7 +14,6 @@ import pytest
 from reference import ref_matmul
 
 import pytropical_gpu as tg
-from conftest import require_backend
 from pytropical_gpu.backends.cuda import gemm_launch, kernels
 
 TIMES = ["max_times", "min_times"]
@@ -87,21 +86,6 @@ def test_float32_times_plan_big3(name):
 
 
 # ------------------------------------------------------------------------------ device
-@pytest.fixture
-def roles(monkeypatch):
-    """The GEMM roles launched (a spy on kernels.function)."""
-    require_backend("cuda")
-    seen = []
-    real = kernels.function
-
-    def spy(spec, role):
-        seen.append(role)
-        return real(spec, role)
-
-    monkeypatch.setattr(kernels, "function", spy)
-    return seen
-
-
 @pytest.mark.parametrize("name", TIMES)
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("where", list(PLACES))

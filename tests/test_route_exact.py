@@ -66,15 +66,6 @@ def ctx(monkeypatch):
     return c
 
 
-@pytest.fixture(params=[False, True], ids=["keeps", "flushes"])
-def flushing(request, monkeypatch) -> bool:
-    require_backend("wgpu")
-    from pytropical_gpu.backends.wgpu.device import get_engine
-
-    monkeypatch.setattr(get_engine(), "flushes_subnormals", request.param)
-    return request.param
-
-
 def test_a_call_a_flushing_adapter_could_change_never_runs_there(ctx, flushing, rng):
     changed = lean = 0
     for _ in range(300):

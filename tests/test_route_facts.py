@@ -31,15 +31,6 @@ def ctx():
     return c
 
 
-@pytest.fixture(params=[False, True], ids=["keeps", "flushes"])
-def flushing(request, monkeypatch) -> bool:
-    require_backend("wgpu")
-    from pytropical_gpu.backends.wgpu.device import get_engine
-
-    monkeypatch.setattr(get_engine(), "flushes_subnormals", request.param)
-    return request.param
-
-
 @pytest.fixture
 def scans(monkeypatch) -> dict:
     """How many times each operand (by id) had its range / small end read, and the wgpu GEMMs run."""

@@ -54,6 +54,11 @@ def _quiet(f: Facts) -> bool:
     v = f._v
     if "min_abs" not in v:  # (as f["subnormal"]: both groups learned, from the device words)
         v = f._group("min_abs")
+    return _quiet_facts(v)
+
+
+def _quiet_facts(v: dict) -> bool:
+    """``_quiet`` of a facts dict whose small end is known (asks nothing)."""
     return v["subnormal"] == 0 and v["min_abs"] >= _QUIET
 
 
@@ -62,7 +67,7 @@ def _known(f: Facts, pending: bool, flushing: bool) -> int:
     its checks cannot fail (or it has none), -2 when the checks must ask them."""
     v = f._v
     if flushing:
-        ok = "min_abs" in v and not v["nan"] and v["subnormal"] == 0 and v["min_abs"] >= _QUIET
+        ok = "min_abs" in v and not v["nan"] and _quiet_facts(v)
     else:
         ok = not pending or ("nan" in v and not v["nan"])
     return -1 if ok else -2
@@ -79,27 +84,19 @@ def cleared(items: list, flushing: bool) -> list | None:
     rows: list = []  # per operand: its row of ``words``, -1: cannot fail, -2: the checks must ask
     add = rows.append
     last = last_p = last_at = None  # the last operand marked by its known facts (a resident b)
-    for fa, fb, la, lb in items:
-        r = fa._reader
-        if type(r) is Reader and r.words is not None and r.values is None \
-                and (r.words is words or words is None):
-            words = r.words
-            add(r.row if la or flushing else -1)
-        elif fa is last and la is last_p:
-            add(last_at)
-        else:
-            last, last_p, last_at = fa, la, _known(fa, la, flushing)
-            add(last_at)
-        r = fb._reader
-        if type(r) is Reader and r.words is not None and r.values is None \
-                and (r.words is words or words is None):
-            words = r.words
-            add(r.row if lb or flushing else -1)
-        elif fb is last and lb is last_p:
-            add(last_at)
-        else:
-            last, last_p, last_at = fb, lb, _known(fb, lb, flushing)
-            add(last_at)
+    for it in items:
+        for k in (0, 1):  # a, then b (its pending flag at k + 2)
+            f, p = it[k], it[k + 2]
+            r = f._reader
+            if type(r) is Reader and r.words is not None and r.values is None \
+                    and (r.words is words or words is None):
+                words = r.words
+                add(r.row if p or flushing else -1)
+            elif f is last and p is last_p:
+                add(last_at)
+            else:
+                last, last_p, last_at = f, p, _known(f, p, flushing)
+                add(last_at)
     if words is None:
         return None
     at = np.array(rows)

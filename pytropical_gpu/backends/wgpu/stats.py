@@ -23,6 +23,12 @@ from .engine import WG, Engine, pack_params
 from .pool import DeviceBuffer
 from .runtime import Copy
 
+#: the index of each of the 8 words (``wgsl/facts_core.wgsl`` lists them): NaN, +inf, -inf present;
+#: largest and smallest non-zero |x| as f32 bits; the subnormal count; an integer's min and max
+#: (order-preserving u32)
+W_NAN, W_POSINF, W_NEGINF, W_ABSMAX, W_MIN_ABS, W_SUBNORMAL, W_LO, W_HI = range(8)
+#: the words folded by min over workgroups (the others: max, but the subnormal count's sum)
+W_MINS = (W_MIN_ABS, W_LO)
 #: the initial words (see the shader): no NaN/inf, |x| max 0, min non-zero |x| inf, min/max empty
 INIT = np.array([0, 0, 0, 0, 0x7F800000, 0, 0xFFFFFFFF, 0], np.uint32)
 KINDS = {"float32": "f32", "int32": "i32", "uint32": "u32"}
@@ -67,9 +73,10 @@ class Arena:
 
 class Words:
     """The folded words of the readers one :meth:`Reader.read_many` read, a row each (in the order
-    read), as arrays: ``w`` the 8 words (int64), ``fl`` words 3 and 4 as float32 values (float64),
-    ``f32`` which rows are float facts. A batch's end checks many results' facts from these at once
-    (:func:`.fastchecks.cleared`); a result's dict is decoded from its row only when asked."""
+    read), as arrays: ``w`` the 8 words (int64), ``fl`` the words ``W_ABSMAX`` and ``W_MIN_ABS`` as
+    float32 values (float64, in that order), ``f32`` which rows are float facts. A batch's end
+    checks many results' facts from these at once (:func:`.fastchecks.cleared`); a result's dict is
+    decoded from its row only when asked."""
 
     __slots__ = ("w", "fl", "f32")
 
@@ -78,13 +85,14 @@ class Words:
 
     def nan(self) -> np.ndarray:
         """Per row: the result holds NaN (``decode``'s "nan")."""
-        return self.f32 & (self.w[:, 0] != 0)
+        return self.f32 & (self.w[:, W_NAN] != 0)
 
     def quiet(self, smallest: float) -> np.ndarray:
         """Per row: a float result without NaN or subnormals whose smallest non-zero magnitude is
         at least ``smallest`` (``decode``'s "subnormal" 0 and "min_abs" >= smallest)."""
         w = self.w
-        return self.f32 & (w[:, 0] == 0) & (w[:, 5] == 0) & (self.fl[:, 1] >= smallest)
+        return self.f32 & (w[:, W_NAN] == 0) & (w[:, W_SUBNORMAL] == 0) \
+            & (self.fl[:, W_MIN_ABS - W_ABSMAX] >= smallest)
 
 
 class Reader:
@@ -175,30 +183,32 @@ def _folded(raw: np.ndarray, todo: list, starts: list) -> Words:
             f = w[:, 0]
         else:  # as the shader's atomics combine workgroups (and as fold)
             f = w.max(axis=1)
-            f[:, 4], f[:, 6] = w[:, :, 4].min(axis=1), w[:, :, 6].min(axis=1)
-            f[:, 5] = w[:, :, 5].sum(axis=1)
+            for i in W_MINS:
+                f[:, i] = w[:, :, i].min(axis=1)
+            f[:, W_SUBNORMAL] = w[:, :, W_SUBNORMAL].sum(axis=1)
         if len(by) == 1:  # (every reader: no scatter)
             out.w[:] = f
-            out.fl[:] = f[:, 3:5].astype(np.uint32).view(np.float32)
+            out.fl[:] = f[:, W_ABSMAX:W_MIN_ABS + 1].astype(np.uint32).view(np.float32)
         else:
             out.w[idx] = f
-            out.fl[idx] = f[:, 3:5].astype(np.uint32).view(np.float32)
+            out.fl[idx] = f[:, W_ABSMAX:W_MIN_ABS + 1].astype(np.uint32).view(np.float32)
     return out
 
 
 def decode(kind: str, w, floats: list | None = None) -> dict:
-    """The facts dict of :mod:`pytropical_gpu.facts` from the 8 words (``floats``: words 3 and 4
-    as float32 values, when the caller has them already)."""
+    """The facts dict of :mod:`pytropical_gpu.facts` from the 8 words (``floats``: the words
+    ``W_ABSMAX`` and ``W_MIN_ABS`` as float32 values, when the caller has them already)."""
     w = [int(x) for x in w] if floats is None else w
     inf = float("inf")
     if kind == "f32":
-        if w[0]:  # as the host facts: with NaN the rest is unknown, and moot
+        if w[W_NAN]:  # as the host facts: with NaN the rest is unknown, and moot
             return {"nan": True, "posinf": True, "neginf": True, "absmax": inf, "min": None,
                     "max": None, "min_abs": float("nan"), "subnormal": 0}
-        amax, mabs = (_f32(w[3]), _f32(w[4])) if floats is None else floats
-        return {"nan": False, "posinf": bool(w[1]), "neginf": bool(w[2]), "absmax": amax,
-                "min": None, "max": None, "min_abs": mabs, "subnormal": w[5]}
-    lo, hi = w[6], w[7]
+        amax, mabs = (_f32(w[W_ABSMAX]), _f32(w[W_MIN_ABS])) if floats is None else floats
+        return {"nan": False, "posinf": bool(w[W_POSINF]), "neginf": bool(w[W_NEGINF]),
+                "absmax": amax, "min": None, "max": None, "min_abs": mabs,
+                "subnormal": w[W_SUBNORMAL]}
+    lo, hi = w[W_LO], w[W_HI]
     if kind == "i32":
         lo, hi = lo - (1 << 31), hi - (1 << 31)  # undo the sign-bit flip
     return {"nan": False, "posinf": False, "neginf": False, "absmax": max(abs(lo), abs(hi)),
@@ -208,7 +218,11 @@ def decode(kind: str, w, floats: list | None = None) -> dict:
 def fold(w: list) -> list:
     """One set of 8 words from several (one per workgroup), combined as the shader's atomics do."""
     s = [w[i::8] for i in range(8)]
-    return [max(s[0]), max(s[1]), max(s[2]), max(s[3]), min(s[4]), sum(s[5]), min(s[6]), max(s[7])]
+    out = [max(x) for x in s]
+    for i in W_MINS:
+        out[i] = min(s[i])
+    out[W_SUBNORMAL] = sum(s[W_SUBNORMAL])
+    return out
 
 
 def _f32(bits: int) -> float:
