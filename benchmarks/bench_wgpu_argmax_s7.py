@@ -21,7 +21,7 @@ on TILE_ARGMAX's parameters (PF 1, scalar stores and DV) and at PF 0 / PF 2 (DV)
 whole, checked as the library's argmax tile (and the 8-bit field's ends: k-tile 255 winning every
 output, k beyond 256 tiles refused as I = -2). Each timed result is checked on sampled rows first.
 
-    python benchmarks/bench_wgpu_argmax_s7.py --out $OUT [--quick]
+    python benchmarks/bench_wgpu_argmax_s7.py --out $OUT [--quick] [--pidx16]
 """
 
 from __future__ import annotations
