@@ -70,13 +70,16 @@ PACKED = {"": 0, " PIDX8": 8, " PIDX16": 16}
 
 
 def has_tacc() -> bool:
-    """The imported package's ``gemm_tiled`` knows TACC (an older one renders the plain kernel)."""
+    """The imported package's ``gemm_tiled`` knows TACC and PIDX (an older one renders the plain
+    kernel and the unpacked argmax: they would pass every check and time as (b) and (d))."""
     from pytropical_gpu.backends.wgpu import templating
-    from pytropical_gpu.semirings import get_semiring
 
     code = gemm.semiring_code(get_semiring("min_plus"), np.dtype(np.float32), False)
-    return "tacc_0_0" in templating.render("gemm_tiled", **code.params(), **PLAIN["c TACC1 PF1"],
-                                           ARGMAX=False, HAS_C=False)
+    tacc = templating.render("gemm_tiled", **code.params(), **PLAIN["c TACC1 PF1"],
+                             ARGMAX=False, HAS_C=False)
+    pidx = templating.render("gemm_tiled", **code.params(), **dict(TA, PIDX=8), ARGMAX=True,
+                             AT=True, HAS_C=False)
+    return "tacc_0_0" in tacc and "pidx_0_0" in pidx
 
 
 def checks(quick, pidx16=False) -> bool:
@@ -249,7 +252,7 @@ def main(argv=None) -> int:
     logf = open(os.path.join(args.out, name + ".log"), "w")  # noqa: SIM115 - for the whole run
     sys.stdout = _Tee(sys.stdout, logf)
     if not has_tacc():
-        log(f"{ptg.__file__}: its gemm_tiled.wgsl has no TACC (run from branch s7argmax)")
+        log(f"{ptg.__file__}: its gemm_tiled.wgsl has no TACC or PIDX (run from branch s7pidx)")
         return 2
     eng = get_engine()
     OUT["device"] = f"{eng.rt.info.name} ({eng.rt.info.backend}, {eng.rt.name})"
