@@ -16,10 +16,12 @@ timestamps round-robin (median of 9, quartiles) at 4096³ for min_plus and max_p
 default (``gemm.TILE``), (b) ``gemm.TILE_ARGMAX`` without argmax (scalar stores and DV), (c) TACC 1
 on TILE_ARGMAX's parameters (PF 1, scalar stores and DV) and at PF 0 / PF 2 (DV), TACC 2 (PF 1, DV),
 (d) the argmax first pass (DV, as the library runs it), (e) the whole argmax (first pass + transpose
-+ second pass, the library's commands), the transpose alone; the second pass is (e) − (d). Each
-timed result is checked on sampled rows first.
++ second pass, the library's commands), the transpose alone; the second pass is (e) − (d);
+(g) the argmax with its k-tile indices packed (PIDX 8: four a ``u32``, 16: two), first pass and
+whole, checked as the library's argmax tile (and the 8-bit field's ends: k-tile 255 winning every
+output, k beyond 256 tiles refused as I = -2). Each timed result is checked on sampled rows first.
 
-    python benchmarks/bench_wgpu_argmax_s7.py --out $OUT [--quick]
+    python benchmarks/bench_wgpu_argmax_s7.py --out $OUT [--quick] [--pidx16]
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ import pytropical_gpu as ptg  # noqa: E402
 from pytropical_gpu.backends.wgpu import gemm  # noqa: E402
 from pytropical_gpu.backends.wgpu import gemm_passes as passes  # noqa: E402
 from pytropical_gpu.backends.wgpu.device import get_engine  # noqa: E402
+from pytropical_gpu.semirings import get_semiring  # noqa: E402
 
 OUT = s6.OUT  # s6's and s4's checks record into this run's JSON
 OUT.update(argmax_s7=[], summary={}, notes=__doc__)
@@ -62,19 +65,24 @@ PLAIN = {"a plain TILE": gemm.TILE, "b plain TILE_ARGMAX": TA,
 #: not fit the odd shapes; the timed DV forms are checked on sampled rows of their 4096³ result)
 CHECKED = {x.removesuffix(" DV"): {k: v for k, v in kp.items() if k != "DV"}
            for x, kp in PLAIN.items() if "TACC" in x}
+#: the argmax first passes timed (as the library runs it: TILE_ARGMAX, DV), label suffix -> PIDX
+PACKED = {"": 0, " PIDX8": 8, " PIDX16": 16}
 
 
 def has_tacc() -> bool:
-    """The imported package's ``gemm_tiled`` knows TACC (an older one renders the plain kernel)."""
+    """The imported package's ``gemm_tiled`` knows TACC and PIDX (an older one renders the plain
+    kernel and the unpacked argmax: they would pass every check and time as (b) and (d))."""
     from pytropical_gpu.backends.wgpu import templating
-    from pytropical_gpu.semirings import get_semiring
 
     code = gemm.semiring_code(get_semiring("min_plus"), np.dtype(np.float32), False)
-    return "tacc_0_0" in templating.render("gemm_tiled", **code.params(), **PLAIN["c TACC1 PF1"],
-                                           ARGMAX=False, HAS_C=False)
+    tacc = templating.render("gemm_tiled", **code.params(), **PLAIN["c TACC1 PF1"],
+                             ARGMAX=False, HAS_C=False)
+    pidx = templating.render("gemm_tiled", **code.params(), **dict(TA, PIDX=8), ARGMAX=True,
+                             AT=True, HAS_C=False)
+    return "tacc_0_0" in tacc and "pidx_0_0" in pidx
 
 
-def checks(quick) -> bool:
+def checks(quick, pidx16=False) -> bool:
     """Every TACC form and the library's argmax tile against numpy's reference: the two folds
     (⊕, compare and select) on min_plus and max_plus, the other prefetch forms (the same fold)
     and the argmax's extremes on min_plus (its ties on both), to keep the H200's compiles short."""
@@ -90,11 +98,77 @@ def checks(quick) -> bool:
             continue
         s6.CASES[:] = both if x.endswith("PF1") else both[:1]
         ok &= s6.check_extremes(x, kp, False)
-    s6.CASES[:] = both[:1]
-    ok &= s6.check_extremes("argmax TILE_ARGMAX", TA, True)
-    ok &= check_argmax_ties("argmax TILE_ARGMAX", TA)
+    for x, px in PACKED.items():  # PIDX 8 (the candidate) on both semirings, the rest min_plus;
+        s6.CASES[:] = both if px == 8 else both[:1]  # PIDX 16 (8's fold, 16-bit fields): its field's
+        kp = dict(TA, PIDX=px) if px else TA  # ends and the timed rows, the rest with --pidx16
+        if px != 16 or pidx16:
+            ok &= s6.check_extremes("argmax TILE_ARGMAX" + x, kp, True)
+            ok &= check_argmax_ties("argmax TILE_ARGMAX" + x, kp)
+        if px:
+            ok &= check_pidx_field(kp) & check_pidx_first_pass(kp)
     log(f"checks {'passed' if ok else 'FAILED'}: {sum(c['ok'] for c in OUT['checks'])} of "
         f"{len(OUT['checks'])}")
+    return ok
+
+
+def check_pidx_field(kp) -> bool:
+    """The field's ends through the first pass alone (DV), k running downhill (the last k-tile
+    wins every output): k = 4096 (k-tile 255: the top byte's sign bit) and 4112 (257 k-tiles: k-tile
+    256 in 16 bits; more than 8 bits hold: I = -2 everywhere, D still exact)."""
+    eng = get_engine()
+    ok = True
+    for k, want_i in ((4096, 255), (4112, 256 if kp["PIDX"] == 16 else -2)):
+        p = Problem(eng, 8, k, 36, True)
+        p.a[:] = -16 * np.arange(k, dtype=np.float32)
+        eng.release(p.A)
+        p.A = eng.upload(p.a)
+        p.binds[0] = p.A.binding()
+        eng.submit([p.tiled(dict(kp, ARGMAX=True, AT=True, DV=True))])
+        got = eng.download(p.D, np.float32, (8, 36))
+        gi = eng.download(p.I, np.int32, (8, 36))
+        want = ptg.matmul(p.a, p.b, "min_plus", backend="cpu")
+        same = bool(np.array_equal(got, want) and np.all(gi == want_i))
+        if not same:
+            log(f"CHECK FAILED PIDX{kp['PIDX']} field k={k}: I in {np.unique(gi)[:8]}")
+        ok &= same
+        p.release()
+    OUT["checks"].append({"label": f"argmax PIDX{kp['PIDX']} field ends", "ok": ok})
+    return ok
+
+
+def check_pidx_first_pass(kp) -> bool:
+    """The packed first pass's D and I against the library's unpacked one, bit for bit (DV, the
+    timed pipelines, unguarded as no operand mixes the infs): partial tiles, ties, and rows and
+    columns of the zero (no k-tile improves: I = -1, which the second pass hides from the checks
+    through ``matmul``)."""
+    eng = get_engine()
+    rng = np.random.default_rng(7)
+    ok = True
+    for sname in SEMIRINGS:
+        z = np.float32(np.inf if sname == "min_plus" else -np.inf)
+        for m, k, n in [(70, 300, 36), (131, 77, 132), (9, 4096, 36)]:
+            p = Problem(eng, m, k, n, True, sname)
+            p.a[:] = rng.integers(0, 3, (m, k))
+            p.b[:] = rng.integers(0, 3, (k, n))
+            p.a[rng.random((m, k)) < 0.1] = z
+            p.a[::4] = z
+            p.b[:, 1::5] = z
+            p.code = gemm.semiring_code(get_semiring(sname), np.dtype(np.float32), False)
+            eng.release(p.A, p.B)
+            p.A, p.B = eng.upload(p.a), eng.upload(p.b)
+            p.binds[:2] = [p.A.binding(), p.B.binding()]
+            got = []
+            for kpx in (TA, kp):
+                eng.submit([p.tiled(dict(kpx, ARGMAX=True, AT=True, DV=True))])
+                got.append((eng.download(p.D, np.int32, (m, n)), eng.download(p.I, np.int32, (m, n))))
+            want = ptg.matmul(p.a, p.b, sname, backend="cpu").view(np.int32)
+            same = bool(np.array_equal(got[1][0], want) and np.array_equal(got[1][1], got[0][1])
+                        and np.array_equal(got[0][0], want) and (got[0][1] == -1).any())
+            if not same:
+                log(f"CHECK FAILED PIDX{kp['PIDX']} first pass {sname} {m}x{k}x{n}")
+            ok &= same
+            p.release()
+    OUT["checks"].append({"label": f"argmax PIDX{kp['PIDX']} first pass I", "ok": ok})
     return ok
 
 
@@ -106,14 +180,18 @@ def time_semiring(eng, sname, size, rounds, reps):
     rows = {x: [q.tiled(dict(kp, ARGMAX=False))] for x, kp in PLAIN.items()
             if gemm.tile_storage(kp) <= storage}
     kpa = dict(TA, ARGMAX=True, AT=True, DV=True)  # as gemm.gemm: n % 4 == 0, no c
-    first = p.tiled(kpa)
     fix, tmps = passes.argfix_commands(eng, p.code, kpa, p.binds, size, size, size)
-    rows["d argmax first"], rows["e argmax whole"] = [first], [first] + fix
     if len(fix) == 2:
         rows["f transpose"] = fix[:1]
     oks = {x: q.check(c) for x, c in rows.items() if x[0] in "abc"}
-    oks["e argmax whole"] = oks["d argmax first"] = p.check(rows["e argmax whole"])
     oks["f transpose"] = True  # its output is read by the whole argmax's check
+    for x, px in PACKED.items():  # (d), (e); (g): the same with packed indices (PIDX)
+        if px and (size + 15) // 16 > 2 ** px:
+            log(f"{sname}: PIDX{px} holds {2 ** px} k-tiles, k = {size} has more: not timed")
+            continue
+        first = p.tiled(dict(kpa, PIDX=px) if px else kpa)
+        rows["d argmax first" + x], rows["e argmax whole" + x] = [first], [first] + fix
+        oks["e argmax whole" + x] = oks["d argmax first" + x] = p.check([first] + fix)
     bad = [x for x, v in oks.items() if not v]
     if bad:
         log(f"{sname}: sampled checks FAILED for {bad}: not timed")
@@ -131,6 +209,11 @@ def time_semiring(eng, sname, size, rounds, reps):
     s = summarize(res)
     OUT["summary"][sname] = s
     log(f"{sname} summary: {s}")
+    for x in PACKED:
+        if x and "d argmax first" + x in res:
+            med = {y: res[y + x]["median_ms"] for y in ("d argmax first", "e argmax whole")}
+            log(f"{sname}{x}: first pass {med['d argmax first'] / res['d argmax first']['median_ms']:.3f}"
+                f" of the unpacked one's; a/whole {a / med['e argmax whole']:.3f}")
     eng.release(*tmps)
     p.release()
     q.release()
@@ -149,6 +232,11 @@ def summarize(res) -> dict:
                  tacc_over_first=med["c TACC1 PF1 DV"] / med["d argmax first"],
                  tacc_share_of_first_excess=(med["c TACC1 PF1 DV"] - med["b plain TILE_ARGMAX DV"])
                  / max(1e-9, med["d argmax first"] - med["b plain TILE_ARGMAX DV"]))
+    for x in PACKED:
+        if x and "e argmax whole" + x in med:
+            s[f"pidx{x[5:]}_first_ms"] = med["d argmax first" + x]
+            s[f"pidx{x[5:]}_whole_ms"] = med["e argmax whole" + x]
+            s[f"pidx{x[5:]}_ratio_a_over_whole"] = a / med["e argmax whole" + x]
     return s
 
 
@@ -156,20 +244,22 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes (lavapipe smoke)")
     ap.add_argument("--out", default=".", help="folder for the JSON and the log")
+    ap.add_argument("--pidx16", action="store_true",
+                    help="PIDX 16 through the extremes and ties too (6+ more pipelines)")
     args = ap.parse_args(argv)
     name = "wgpu_argmax_quick_s7" if args.quick else "wgpu_argmax_h200_s7"
     os.makedirs(args.out, exist_ok=True)
     logf = open(os.path.join(args.out, name + ".log"), "w")  # noqa: SIM115 - for the whole run
     sys.stdout = _Tee(sys.stdout, logf)
     if not has_tacc():
-        log(f"{ptg.__file__}: its gemm_tiled.wgsl has no TACC (run from branch s7argmax)")
+        log(f"{ptg.__file__}: its gemm_tiled.wgsl has no TACC or PIDX (run from branch s7pidx)")
         return 2
     eng = get_engine()
     OUT["device"] = f"{eng.rt.info.name} ({eng.rt.info.backend}, {eng.rt.name})"
     log(f"device {OUT['device']}; package {ptg.__file__}; workgroup storage "
         f"{eng.limits.max_workgroup_storage} B")
     t0 = time.time()
-    ok = checks(args.quick)
+    ok = checks(args.quick, args.pidx16)
     log(f"checks took {time.time() - t0:.0f} s ({eng.stats['compiles']} pipelines compiled)")
     size, rounds, reps = (256, 3, 2) if args.quick else (4096, 9, 3)
     OUT["sizes"] = {"m": size, "k": size, "n": size, "rounds": rounds, "dispatches_a_sample": reps}

@@ -49,6 +49,27 @@ $$ set PAIR = ARGMAX and not AT
    by ⊕ (1), or by AT's compare and select without the index's select (2); either equals the plain
    GEMM for min/max ⊕: what the tile value costs apart from the index (wgpu_gemm_notes.md, s7). #}
 $$ set TA = AT or (not ARGMAX and TACC|default(0) in (1, 2))
+{# PIDX (benchmarks only, AT; 8 or 16): the k-tile indices packed PIDX bits each, four (8) or two
+   (16) outputs an u32: 16 (32) registers for the 8x8 tile's 64 indices instead of 64, updated from
+   the fold's compare with a mask. The field holds the k-tile t itself (8 bits: t < 256, k <= 4096
+   at BK 16); "no k-tile improved" (I = -1) is read at the store from the result: acc still equals
+   the zero exactly when no tile was strictly better (the zero is ⊕'s identity, so any improvement
+   moves acc off it for good). Where the k-tiles outnumber the field, I is -2 everywhere. #}
+$$ set PX = PIDX|default(0) if AT else 0
+$$ if PX
+$$ set PXW = "u32" if PX == 8 else "vec2<u32>"
+// PIDX: the packed k-tile indices of one vec4 of outputs -> the I values of the unpacked kernel
+// (-1: no k-tile improved on the zero; -2: more k-tiles than the {{ PX }}-bit field holds)
+fn pidx_unpack(w: {{ PXW }}, acc: V, ntiles: u32) -> vec4<i32> {
+$$ if PX == 8
+    let t = vec4<i32>((vec4<u32>(w) >> vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(0xFFu));
+$$ else
+    let t = vec4<i32>((vec4<u32>(w.xx, w.yy) >> vec4<u32>(0u, 16u, 0u, 16u)) & vec4<u32>(0xFFFFu));
+$$ endif
+    let r = select(t, vec4<i32>(-1i), acc == V(zero()));
+    return select(r, vec4<i32>(-2i), ntiles > {{ 2 ** PX }}u);
+}
+$$ endif
 $$ set NTX = BN // TN
 $$ set NTY = BM // TM
 $$ set NT = NTX * NTY
@@ -194,13 +215,30 @@ $$ endfor
 $$ endfor
 $$ if AT
         {
+$$ if PX == 8
+            // PIDX 8: t in every byte; a lane's byte replaced where its compare holds
+            let kt = t * 0x01010101u;
+$$ elif PX == 16
+            let kt = vec2<u32>(t * 0x00010001u);
+$$ else
             let kt = vec4<i32>(i32(t));
+$$ endif
 $$ for i in range(TM)
 $$ for j in range(TN4)
             {
                 let bt = better4(tacc_{{ i }}_{{ j }}, acc_{{ i }}_{{ j }});
                 acc_{{ i }}_{{ j }} = select(acc_{{ i }}_{{ j }}, tacc_{{ i }}_{{ j }}, bt);
+$$ if PX == 8
+                let m = select(vec4<u32>(0u), vec4<u32>(0xFFu, 0xFF00u, 0xFF0000u, 0xFF000000u), bt);
+                let mm = (m.x | m.y) | (m.z | m.w);
+                pidx_{{ i }}_{{ j }} = (pidx_{{ i }}_{{ j }} & ~mm) | (kt & mm);
+$$ elif PX == 16
+                let m = select(vec4<u32>(0u), vec4<u32>(0xFFFFu, 0xFFFF0000u, 0xFFFFu, 0xFFFF0000u), bt);
+                let mm = m.xz | m.yw;
+                pidx_{{ i }}_{{ j }} = (pidx_{{ i }}_{{ j }} & ~mm) | (kt & mm);
+$$ else
                 idx_{{ i }}_{{ j }} = select(idx_{{ i }}_{{ j }}, kt, bt);
+$$ endif
             }
 $$ endfor
 $$ endfor
@@ -230,7 +268,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
 $$ for i in range(TM)
 $$ for j in range(TN4)
     var acc_{{ i }}_{{ j }} = V(zero());
-$$ if ARGMAX
+$$ if PX
+    var pidx_{{ i }}_{{ j }} = {{ PXW }}(0u);
+$$ elif ARGMAX
     var idx_{{ i }}_{{ j }} = vec4<i32>(-1i);
 $$ endif
 $$ if TA
@@ -301,6 +341,13 @@ $$ else
     }
 $$ endif
     let dbase = wg.z * P.d_bs;
+$$ if PX
+$$ for i in range(TM)
+$$ for j in range(TN4)
+    let idx_{{ i }}_{{ j }} = pidx_unpack(pidx_{{ i }}_{{ j }}, acc_{{ i }}_{{ j }}, ntiles);
+$$ endfor
+$$ endfor
+$$ endif
 $$ if FACTS|default(false)
     facts_init(lid);
     workgroupBarrier();
