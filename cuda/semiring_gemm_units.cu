@@ -61,31 +61,8 @@ sr_gemm_units(const typename SR::type* __restrict__ A, const typename SR::type* 
     const T* pb = B + (kb + tid / (BN / 4)) * n + n0 + (tid % (BN / 4)) * 4;
     const i64 step_b = BK * n;
     auto load = [&](i64 k0) {
-      const T* a0 = pa;
-      const T* b0 = pb;
-      pa += BK;
-      pb += step_b;
-      if (inside && k0 + BK <= ke) {
-#pragma unroll
-        for (int q = 0; q < LA; ++q) V4<T>::load(a0 + q * (NT / (BK / 4)) * k, ra[q]);
-#pragma unroll
-        for (int q = 0; q < LB; ++q) V4<T>::load(b0 + q * (NT / (BN / 4)) * n, rb[q]);
-        return;
-      }
-#pragma unroll
-      for (int q = 0; q < LA; ++q) {
-        const int e = tid + q * NT;
-        const i64 row = m0 + e / (BK / 4), kk = k0 + (e % (BK / 4)) * 4;
-#pragma unroll
-        for (int j = 0; j < 4; ++j) ra[q][j] = kk + j >= ke ? z : row < m ? A[row * k + kk + j] : o;
-      }
-#pragma unroll
-      for (int q = 0; q < LB; ++q) {
-        const int e = tid + q * NT;
-        const i64 krow = k0 + e / (BN / 4), col = n0 + (e % (BN / 4)) * 4;
-#pragma unroll
-        for (int j = 0; j < 4; ++j) rb[q][j] = (krow < ke && col + j < n) ? B[krow * n + col + j] : o;
-      }
+      slab_load<T, BK, BN, NT, LA, LB, false>(ra, rb, pa, pb, A, B, m, n, k, m0, n0, k0, ke, step_b,
+                                              inside, vec, tid, z, o);
     };
     auto store = [&](int buf) {
 #pragma unroll
