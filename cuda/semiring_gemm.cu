@@ -517,6 +517,52 @@ __device__ __forceinline__ void slab_load(T (&ra)[LA][4], T (&rb)[LB][4], const 
   }
 }
 
+// One slab store, shared by sr_gemm and sr_gemm_units: this thread's prefetched 4-vectors ra, rb
+// (slab_load) into the shared slabs as (A, k-major) and bs (B), each element mapped by
+// SR::load_map; true when every one passes SR::fast_ok (kSplit). MK: also each element's
+// SR::mask_of into the mask slabs *am, *bm, and *wild set when one fails SR::mask_ok (the units
+// kernel has no masks and leaves them out). Both kernels' SASS is byte for byte what it was with
+// the body in their own store lambdas (benchmarks/sass_compare.py, session 7).
+template <class SR, int BM, int BN, int BK, int NT, int LA, int LB, bool MK = false, class MA = int,
+          class MB = int>
+__device__ __forceinline__ bool slab_store(const typename SR::type (&ra)[LA][4],
+                                           const typename SR::type (&rb)[LB][4],
+                                           typename SR::type (&as)[BK][BM],
+                                           typename SR::type (&bs)[BK][BN], const int& tid,
+                                           bool* wild = nullptr, MA* am = nullptr, MB* bm = nullptr) {
+  typedef typename SR::type T;
+  bool ok = true;
+#pragma unroll
+  for (int q = 0; q < LA; ++q) {
+    const int e = tid + q * NT, r = e / (BK / 4), c = (e % (BK / 4)) * 4;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const T v = SR::load_map(ra[q][j]);
+      if (SR::kSplit) ok = ok && SR::fast_ok(v);
+      as[c + j][r] = v;
+      if constexpr (MK) {
+        *wild = *wild || !SR::mask_ok(v);
+        (*am)[c + j][r] = SR::mask_of(v);
+      }
+    }
+  }
+#pragma unroll
+  for (int q = 0; q < LB; ++q) {
+    const int e = tid + q * NT, r = e / (BN / 4), c = (e % (BN / 4)) * 4;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const T v = SR::load_map(rb[q][j]);
+      if (SR::kSplit) ok = ok && SR::fast_ok(v);
+      bs[r][c + j] = v;
+      if constexpr (MK) {
+        *wild = *wild || !SR::mask_ok(v);
+        (*bm)[r][c + j] = SR::mask_of(v);
+      }
+    }
+  }
+  return ok;
+}
+
 template <class SR, int BM, int BN, int BK, int TM, int TN, int MINB, bool ARG, int AK = 16,
           bool HOT = ARG && sizeof(typename SR::type) == 4>
 __global__ void __launch_bounds__((BM / TM) * (BN / TN), MINB)
@@ -566,39 +612,13 @@ sr_gemm(const typename SR::type* __restrict__ A, const typename SR::type* __rest
     slab_load<T, BK, BN, NT, LA, LB, true>(ra, rb, pa, pb, A, B, m, n, k, m0, n0, k0, ke, step_b,
                                            inside, vec, tid, z, o);
   };
-  // writes the prefetched slab k0 to shared buffer buf; true when every operand passes fast_ok.
-  // kMask: also the masks, and wild_at[buf] = k0 when an operand fails mask_ok (a flag without a
+  // writes the prefetched slab k0 to shared buffer buf (slab_store); true when every operand
+  // passes fast_ok. kMask: wild_at[buf] = k0 when an operand fails mask_ok (a flag without a
   // reset: stale equal values only send a slab to the guarded body, which is exact anyway)
   auto store = [&](int buf, i64 k0) {
-    bool ok = true, wild = false;
-#pragma unroll
-    for (int q = 0; q < LA; ++q) {
-      const int e = tid + q * NT, r = e / (BK / 4), c = (e % (BK / 4)) * 4;
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const T v = SR::load_map(ra[q][j]);
-        if (SR::kSplit) ok = ok && SR::fast_ok(v);
-        As[buf][c + j][r] = v;
-        if constexpr (MK) {
-          wild = wild || !SR::mask_ok(v);
-          Am[buf][c + j][r] = SR::mask_of(v);
-        }
-      }
-    }
-#pragma unroll
-    for (int q = 0; q < LB; ++q) {
-      const int e = tid + q * NT, r = e / (BN / 4), c = (e % (BN / 4)) * 4;
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const T v = SR::load_map(rb[q][j]);
-        if (SR::kSplit) ok = ok && SR::fast_ok(v);
-        Bs[buf][r][c + j] = v;
-        if constexpr (MK) {
-          wild = wild || !SR::mask_ok(v);
-          Bm[buf][r][c + j] = SR::mask_of(v);
-        }
-      }
-    }
+    bool wild = false;
+    const bool ok = slab_store<SR, BM, BN, BK, NT, LA, LB, MK>(ra, rb, As[buf], Bs[buf], tid, &wild,
+                                                              &Am[MK ? buf : 0], &Bm[MK ? buf : 0]);
     if (MK && wild) wild_at[buf] = k0;
     return ok;
   };

@@ -65,18 +65,7 @@ sr_gemm_units(const typename SR::type* __restrict__ A, const typename SR::type* 
                                               inside, vec, tid, z, o);
     };
     auto store = [&](int buf) {
-#pragma unroll
-      for (int q = 0; q < LA; ++q) {
-        const int e = tid + q * NT, r = e / (BK / 4), c = (e % (BK / 4)) * 4;
-#pragma unroll
-        for (int j = 0; j < 4; ++j) As[buf][c + j][r] = ra[q][j];
-      }
-#pragma unroll
-      for (int q = 0; q < LB; ++q) {
-        const int e = tid + q * NT, r = e / (BN / 4), c = (e % (BN / 4)) * 4;
-#pragma unroll
-        for (int j = 0; j < 4; ++j) Bs[buf][r][c + j] = rb[q][j];
-      }
+      slab_store<SR, BM, BN, BK, NT, LA, LB>(ra, rb, As[buf], Bs[buf], tid);
     };
     load(kb);
     // the next ticket, taken while the first slab's loads are in flight (its latency hides
