@@ -1,6 +1,7 @@
 // The big3 tile over WORK UNITS (issue 14), compiled after semiring_gemm.cu (its functors, V4,
-// slab_mma; the module's head, backends/cuda/gemm_units.py) for min_plus / max_plus float32 only:
-// functors without a per-slab guard, no argmax, load_map / store_map the identity.
+// slab_load, slab_store, slab_mma; the module's head, backends/cuda/gemm_units.py) for min_plus /
+// max_plus float32 only: functors without a per-slab guard, no argmax, load_map / store_map the
+// identity.
 //
 // Units: the first W output tiles (the whole waves: W a multiple of the resident slots) are whole
 // units; the other T - W tiles' KI slabs each (KI = ceil(k / BK)) are concatenated into
