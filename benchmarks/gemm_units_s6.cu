@@ -1,3 +1,4 @@
+// A record of session 6's run 1, not the library's kernel (that is cuda/semiring_gemm_units.cu).
 // Session 6 experiment (benchmarks/bench_gemm_cuda_s6k.py), compiled after cuda/semiring_gemm.cu
 // (run 1's kernel, "v1"; run 2's register-lean "units2" is now cuda/semiring_gemm_units.cu)
 // (its functors, V4, slab_mma): the big3 tile over a list of WORK UNITS instead of one tile a

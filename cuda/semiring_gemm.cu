@@ -454,6 +454,115 @@ __device__ __forceinline__ void slab_mma(typename SR::type (&acc)[TM][TN],
   }
 }
 
+// ---------------------------------------------------------------------------- slab loads
+// One slab prefetch, shared by sr_gemm and sr_gemm_units (cuda/semiring_gemm_units.cu) so the
+// padding rule has one home: this thread's 4-vectors of the A and B slabs at k0 (k0 < ke) into ra,
+// rb. Vector q (e = tid + q * NT): A row m0 + e / (BK/4), k offset 4 (e % (BK/4)); B k-row
+// e / (BN/4), column n0 + 4 (e % (BN/4)). Padding (KERNELS.md): A elements beyond ke hold the zero
+// z, B elements the one o, so a padded term is zero ⊗ one = zero whether or not the zero is
+// absorbing; rows beyond m and columns beyond n feed no stored output and hold the one (so they
+// never force a slab onto the guarded path). pa, pb: this thread's first 4-vectors of the slab,
+// advanced here to the next one (step_b = BK * n; the others lie a fixed distance after them).
+// inside: an interior block (every row and column inside, 16-byte loads), where a full slab needs
+// no bound tests. EV: the edge path also loads 16 bytes where vec (k % 4 == 0 and n % 4 == 0;
+// sr_gemm), else scalars (sr_gemm_units). The operands come by reference, as the kernels' load
+// lambdas captured them: taken by value, the units kernel compiled to other code (4,382 -> 4,397
+// instructions); so, every kernel's SASS is byte for byte what it was with the body in its own
+// lambda (benchmarks/sass_compare.py, session 7).
+template <class T, int BK, int BN, int NT, int LA, int LB, bool EV>
+__device__ __forceinline__ void slab_load(T (&ra)[LA][4], T (&rb)[LB][4], const T*& pa, const T*& pb,
+                                          const T* __restrict__ const& A,
+                                          const T* __restrict__ const& B, const i64& m, const i64& n,
+                                          const i64& k, const i64& m0, const i64& n0, i64 k0,
+                                          const i64& ke, const i64& step_b, const bool& inside,
+                                          const int& vec, const int& tid, const T& z, const T& o) {
+  const T* a0 = pa;
+  const T* b0 = pb;
+  pa += BK;
+  pb += step_b;
+  if (inside && k0 + BK <= ke) {
+#pragma unroll
+    for (int q = 0; q < LA; ++q) V4<T>::load(a0 + q * (NT / (BK / 4)) * k, ra[q]);
+#pragma unroll
+    for (int q = 0; q < LB; ++q) V4<T>::load(b0 + q * (NT / (BN / 4)) * n, rb[q]);
+    return;
+  }
+#pragma unroll
+  for (int q = 0; q < LA; ++q) {
+    const int e = tid + q * NT;
+    const i64 row = m0 + e / (BK / 4), kk = k0 + (e % (BK / 4)) * 4;
+    if (EV && vec) {
+      if (row < m && kk < ke) V4<T>::load(A + row * k + kk, ra[q]);
+      else {
+        const T p = kk < ke ? o : z;
+        ra[q][0] = p; ra[q][1] = p; ra[q][2] = p; ra[q][3] = p;
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        ra[q][j] = kk + j >= ke ? z : row < m ? A[row * k + kk + j] : o;
+    }
+  }
+#pragma unroll
+  for (int q = 0; q < LB; ++q) {
+    const int e = tid + q * NT;
+    const i64 krow = k0 + e / (BN / 4), col = n0 + (e % (BN / 4)) * 4;
+    if (EV && vec) {
+      if (krow < ke && col < n) V4<T>::load(B + krow * n + col, rb[q]);
+      else { rb[q][0] = o; rb[q][1] = o; rb[q][2] = o; rb[q][3] = o; }
+    } else {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) rb[q][j] = (krow < ke && col + j < n) ? B[krow * n + col + j] : o;
+    }
+  }
+}
+
+// One slab store, shared by sr_gemm and sr_gemm_units: this thread's prefetched 4-vectors ra, rb
+// (slab_load) into the shared slabs as (A, k-major) and bs (B), each element mapped by
+// SR::load_map; true when every one passes SR::fast_ok (kSplit). MK: also each element's
+// SR::mask_of into the mask slabs *am, *bm, and *wild set when one fails SR::mask_ok (the units
+// kernel has no masks and leaves them out). Both kernels' SASS is byte for byte what it was with
+// the body in their own store lambdas (benchmarks/sass_compare.py, session 7).
+template <class SR, int BM, int BN, int BK, int NT, int LA, int LB, bool MK = false, class MA = int,
+          class MB = int>
+__device__ __forceinline__ bool slab_store(const typename SR::type (&ra)[LA][4],
+                                           const typename SR::type (&rb)[LB][4],
+                                           typename SR::type (&as)[BK][BM],
+                                           typename SR::type (&bs)[BK][BN], const int& tid,
+                                           bool* wild = nullptr, MA* am = nullptr, MB* bm = nullptr) {
+  typedef typename SR::type T;
+  bool ok = true;
+#pragma unroll
+  for (int q = 0; q < LA; ++q) {
+    const int e = tid + q * NT, r = e / (BK / 4), c = (e % (BK / 4)) * 4;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const T v = SR::load_map(ra[q][j]);
+      if (SR::kSplit) ok = ok && SR::fast_ok(v);
+      as[c + j][r] = v;
+      if constexpr (MK) {
+        *wild = *wild || !SR::mask_ok(v);
+        (*am)[c + j][r] = SR::mask_of(v);
+      }
+    }
+  }
+#pragma unroll
+  for (int q = 0; q < LB; ++q) {
+    const int e = tid + q * NT, r = e / (BN / 4), c = (e % (BN / 4)) * 4;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const T v = SR::load_map(rb[q][j]);
+      if (SR::kSplit) ok = ok && SR::fast_ok(v);
+      bs[r][c + j] = v;
+      if constexpr (MK) {
+        *wild = *wild || !SR::mask_ok(v);
+        (*bm)[r][c + j] = SR::mask_of(v);
+      }
+    }
+  }
+  return ok;
+}
+
 template <class SR, int BM, int BN, int BK, int TM, int TN, int MINB, bool ARG, int AK = 16,
           bool HOT = ARG && sizeof(typename SR::type) == 4>
 __global__ void __launch_bounds__((BM / TM) * (BN / TN), MINB)
@@ -492,95 +601,24 @@ sr_gemm(const typename SR::type* __restrict__ A, const typename SR::type* __rest
   D += zi * m * n;
   if (ARG) IDX += zi * m * n;
 
-  // padding (KERNELS.md): A elements beyond k hold the zero, B elements the one, so a padded term
-  // is zero ⊗ one = zero whether or not the zero is absorbing; rows beyond m and columns beyond n
-  // feed no stored output and hold the one (so they never force a slab onto the guarded path)
+  // the slab loads, padding included (KERNELS.md): slab_load, above
   const T z = SR::zero(), o = SR::one();
   T ra[LA][4], rb[LB][4];
-
-  // vector q of this thread: A row (e / (BK/4)), k offset 4 (e % (BK/4)); B k-row (e / (BN/4)),
-  // column 4 (e % (BN/4)), with e = tid + q * NT.
-  // interior block (every row and column inside, 16-byte loads): a full slab needs no bound tests
-  // (pa, pb: this thread's first 4-vectors of the next slab, advanced by every load; the others
-  // lie a fixed distance after them)
   const bool inside = vec && m0 + BM <= m && n0 + BN <= n;
   const T* pa = A + (m0 + tid / (BK / 4)) * k + (tid % (BK / 4)) * 4 + kb;
   const T* pb = B + (kb + tid / (BN / 4)) * n + n0 + (tid % (BN / 4)) * 4;
   const i64 step_b = BK * n;
   auto load = [&](i64 k0) {
-    const T* a0 = pa;
-    const T* b0 = pb;
-    pa += BK;
-    pb += step_b;
-    if (inside && k0 + BK <= ke) {
-#pragma unroll
-      for (int q = 0; q < LA; ++q) V4<T>::load(a0 + q * (NT / (BK / 4)) * k, ra[q]);
-#pragma unroll
-      for (int q = 0; q < LB; ++q) V4<T>::load(b0 + q * (NT / (BN / 4)) * n, rb[q]);
-      return;
-    }
-#pragma unroll
-    for (int q = 0; q < LA; ++q) {
-      const int e = tid + q * NT;
-      const i64 row = m0 + e / (BK / 4), kk = k0 + (e % (BK / 4)) * 4;
-      if (vec) {
-        if (row < m && kk < ke) V4<T>::load(A + row * k + kk, ra[q]);
-        else {
-          const T p = kk < ke ? o : z;
-          ra[q][0] = p; ra[q][1] = p; ra[q][2] = p; ra[q][3] = p;
-        }
-      } else {
-#pragma unroll
-        for (int j = 0; j < 4; ++j)
-          ra[q][j] = kk + j >= ke ? z : row < m ? A[row * k + kk + j] : o;
-      }
-    }
-#pragma unroll
-    for (int q = 0; q < LB; ++q) {
-      const int e = tid + q * NT;
-      const i64 krow = k0 + e / (BN / 4), col = n0 + (e % (BN / 4)) * 4;
-      if (vec) {
-        if (krow < ke && col < n) V4<T>::load(B + krow * n + col, rb[q]);
-        else { rb[q][0] = o; rb[q][1] = o; rb[q][2] = o; rb[q][3] = o; }
-      } else {
-#pragma unroll
-        for (int j = 0; j < 4; ++j) rb[q][j] = (krow < ke && col + j < n) ? B[krow * n + col + j] : o;
-      }
-    }
+    slab_load<T, BK, BN, NT, LA, LB, true>(ra, rb, pa, pb, A, B, m, n, k, m0, n0, k0, ke, step_b,
+                                           inside, vec, tid, z, o);
   };
-  // writes the prefetched slab k0 to shared buffer buf; true when every operand passes fast_ok.
-  // kMask: also the masks, and wild_at[buf] = k0 when an operand fails mask_ok (a flag without a
+  // writes the prefetched slab k0 to shared buffer buf (slab_store); true when every operand
+  // passes fast_ok. kMask: wild_at[buf] = k0 when an operand fails mask_ok (a flag without a
   // reset: stale equal values only send a slab to the guarded body, which is exact anyway)
   auto store = [&](int buf, i64 k0) {
-    bool ok = true, wild = false;
-#pragma unroll
-    for (int q = 0; q < LA; ++q) {
-      const int e = tid + q * NT, r = e / (BK / 4), c = (e % (BK / 4)) * 4;
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const T v = SR::load_map(ra[q][j]);
-        if (SR::kSplit) ok = ok && SR::fast_ok(v);
-        As[buf][c + j][r] = v;
-        if constexpr (MK) {
-          wild = wild || !SR::mask_ok(v);
-          Am[buf][c + j][r] = SR::mask_of(v);
-        }
-      }
-    }
-#pragma unroll
-    for (int q = 0; q < LB; ++q) {
-      const int e = tid + q * NT, r = e / (BN / 4), c = (e % (BN / 4)) * 4;
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const T v = SR::load_map(rb[q][j]);
-        if (SR::kSplit) ok = ok && SR::fast_ok(v);
-        Bs[buf][r][c + j] = v;
-        if constexpr (MK) {
-          wild = wild || !SR::mask_ok(v);
-          Bm[buf][r][c + j] = SR::mask_of(v);
-        }
-      }
-    }
+    bool wild = false;
+    const bool ok = slab_store<SR, BM, BN, BK, NT, LA, LB, MK>(ra, rb, As[buf], Bs[buf], tid, &wild,
+                                                              &Am[MK ? buf : 0], &Bm[MK ? buf : 0]);
     if (MK && wild) wild_at[buf] = k0;
     return ok;
   };

@@ -1,6 +1,7 @@
 // The big3 tile over WORK UNITS (issue 14), compiled after semiring_gemm.cu (its functors, V4,
-// slab_mma; the module's head, backends/cuda/gemm_units.py) for min_plus / max_plus float32 only:
-// functors without a per-slab guard, no argmax, load_map / store_map the identity.
+// slab_load, slab_store, slab_mma; the module's head, backends/cuda/gemm_units.py) for min_plus /
+// max_plus float32 only: functors without a per-slab guard, no argmax, load_map / store_map the
+// identity.
 //
 // Units: the first W output tiles (the whole waves: W a multiple of the resident slots) are whole
 // units; the other T - W tiles' KI slabs each (KI = ceil(k / BK)) are concatenated into
@@ -61,45 +62,11 @@ sr_gemm_units(const typename SR::type* __restrict__ A, const typename SR::type* 
     const T* pb = B + (kb + tid / (BN / 4)) * n + n0 + (tid % (BN / 4)) * 4;
     const i64 step_b = BK * n;
     auto load = [&](i64 k0) {
-      const T* a0 = pa;
-      const T* b0 = pb;
-      pa += BK;
-      pb += step_b;
-      if (inside && k0 + BK <= ke) {
-#pragma unroll
-        for (int q = 0; q < LA; ++q) V4<T>::load(a0 + q * (NT / (BK / 4)) * k, ra[q]);
-#pragma unroll
-        for (int q = 0; q < LB; ++q) V4<T>::load(b0 + q * (NT / (BN / 4)) * n, rb[q]);
-        return;
-      }
-#pragma unroll
-      for (int q = 0; q < LA; ++q) {
-        const int e = tid + q * NT;
-        const i64 row = m0 + e / (BK / 4), kk = k0 + (e % (BK / 4)) * 4;
-#pragma unroll
-        for (int j = 0; j < 4; ++j) ra[q][j] = kk + j >= ke ? z : row < m ? A[row * k + kk + j] : o;
-      }
-#pragma unroll
-      for (int q = 0; q < LB; ++q) {
-        const int e = tid + q * NT;
-        const i64 krow = k0 + e / (BN / 4), col = n0 + (e % (BN / 4)) * 4;
-#pragma unroll
-        for (int j = 0; j < 4; ++j) rb[q][j] = (krow < ke && col + j < n) ? B[krow * n + col + j] : o;
-      }
+      slab_load<T, BK, BN, NT, LA, LB, false>(ra, rb, pa, pb, A, B, m, n, k, m0, n0, k0, ke, step_b,
+                                              inside, vec, tid, z, o);
     };
     auto store = [&](int buf) {
-#pragma unroll
-      for (int q = 0; q < LA; ++q) {
-        const int e = tid + q * NT, r = e / (BK / 4), c = (e % (BK / 4)) * 4;
-#pragma unroll
-        for (int j = 0; j < 4; ++j) As[buf][c + j][r] = ra[q][j];
-      }
-#pragma unroll
-      for (int q = 0; q < LB; ++q) {
-        const int e = tid + q * NT, r = e / (BN / 4), c = (e % (BN / 4)) * 4;
-#pragma unroll
-        for (int j = 0; j < 4; ++j) Bs[buf][r][c + j] = rb[q][j];
-      }
+      slab_store<SR, BM, BN, BK, NT, LA, LB>(ra, rb, As[buf], Bs[buf], tid);
     };
     load(kb);
     // the next ticket, taken while the first slab's loads are in flight (its latency hides

@@ -107,3 +107,6 @@ search_scan_tmag(const unsigned* __restrict__ MP, const unsigned* __restrict__ M
 }
 
 }  // namespace ptg
+
+// its last user: the macro from cuda/vsa_search_tma.cu (this module's head) ends here
+#undef PTG_STAGE_ISSUE
