@@ -121,6 +121,9 @@ def test_a_changed_shape_dtype_semiring_or_guard_gets_its_own_record(ctx, rng):
     a = rng.integers(0, 9, (16, 16)).astype(np.float32)
     A = ctx.to_device(a)
     cpu = get_backend("cpu")
+    # the records are a per-process cache: a test run before in this process (under xdist, any
+    # module's) may hold these keys already, so start from none (the H200 suite, seed 27103)
+    fastpath.records(_eng()).clear()
     r0 = _stat("fast_records")
     with ctx.batch():
         x = ctx.matmul(A, A, "min_plus")
