@@ -252,7 +252,7 @@ def main(argv=None) -> int:
     logf = open(os.path.join(args.out, name + ".log"), "w")  # noqa: SIM115 - for the whole run
     sys.stdout = _Tee(sys.stdout, logf)
     if not has_tacc():
-        log(f"{ptg.__file__}: its gemm_tiled.wgsl has no TACC or PIDX (run from branch s7pidx)")
+        log(f"{ptg.__file__}: its gemm_tiled.wgsl has no TACC or PIDX (run from main at or after 36fd555)")
         return 2
     eng = get_engine()
     OUT["device"] = f"{eng.rt.info.name} ({eng.rt.info.backend}, {eng.rt.name})"

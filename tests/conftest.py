@@ -14,6 +14,9 @@ from pytropical_gpu.backends import probe
 
 BACKENDS = ["cpu", "wgpu", "cuda"]
 SEED = int(os.environ.get("PYTROPICAL_TEST_SEED", random.randrange(2**31)))
+# pytest-xdist's workers start after this module loads in the controller: they inherit the seed
+# the summary prints (else each drew its own, and the printed one replayed none of them)
+os.environ.setdefault("PYTROPICAL_TEST_SEED", str(SEED))
 REQUIRED = {s.strip() for s in os.environ.get("PYTROPICAL_REQUIRE", "").split(",") if s.strip()}
 
 

@@ -28,8 +28,8 @@ def queue_time(eng, disp, reps, repeats=7, max_time=20.0) -> h.Timing:
 
 
 def event_times(cp, fn, reps: int, warmup: int = 1, inner: int = 1) -> list[float]:
-    """Seconds per call of ``fn``, one value per repetition (the CUDA-event loop of every suite
-    and benchmark script).
+    """Seconds per call of ``fn``, one value per repetition (the CUDA-event loop of the GPU suites
+    and the GEMM benchmark scripts).
 
     ``warmup`` calls first (not waited for: the first event records behind them on the stream),
     then ``reps`` times: an event, ``inner`` calls back to back (host launch gaps hidden behind the

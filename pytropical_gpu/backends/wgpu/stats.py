@@ -29,6 +29,9 @@ from .runtime import Copy
 W_NAN, W_POSINF, W_NEGINF, W_ABSMAX, W_MIN_ABS, W_SUBNORMAL, W_LO, W_HI = range(8)
 #: the words folded by min over workgroups (the others: max, but the subnormal count's sum)
 W_MINS = (W_MIN_ABS, W_LO)
+#: the float words ``Words.fl`` keeps as float32 columns (whatever their order in the layout)
+FL = [W_ABSMAX, W_MIN_ABS]
+_FL_MIN_ABS = FL.index(W_MIN_ABS)
 #: the initial words (see the shader): no NaN/inf, |x| max 0, min non-zero |x| inf, min/max empty
 INIT = np.array([0, 0, 0, 0, 0x7F800000, 0, 0xFFFFFFFF, 0], np.uint32)
 KINDS = {"float32": "f32", "int32": "i32", "uint32": "u32"}
@@ -92,7 +95,7 @@ class Words:
         at least ``smallest`` (``decode``'s "subnormal" 0 and "min_abs" >= smallest)."""
         w = self.w
         return self.f32 & (w[:, W_NAN] == 0) & (w[:, W_SUBNORMAL] == 0) \
-            & (self.fl[:, W_MIN_ABS - W_ABSMAX] >= smallest)
+            & (self.fl[:, _FL_MIN_ABS] >= smallest)
 
 
 class Reader:
@@ -188,10 +191,10 @@ def _folded(raw: np.ndarray, todo: list, starts: list) -> Words:
             f[:, W_SUBNORMAL] = w[:, :, W_SUBNORMAL].sum(axis=1)
         if len(by) == 1:  # (every reader: no scatter)
             out.w[:] = f
-            out.fl[:] = f[:, W_ABSMAX:W_MIN_ABS + 1].astype(np.uint32).view(np.float32)
+            out.fl[:] = f[:, FL].astype(np.uint32).view(np.float32)
         else:
             out.w[idx] = f
-            out.fl[idx] = f[:, W_ABSMAX:W_MIN_ABS + 1].astype(np.uint32).view(np.float32)
+            out.fl[idx] = f[:, FL].astype(np.uint32).view(np.float32)
     return out
 
 
