@@ -79,6 +79,12 @@ class Problem:
         self.binds = [self.A.binding(), self.B.binding(), self.D.binding()] + (
             [self.I.binding()] if argmax else [])
 
+    def upload(self):
+        """Upload ``a`` and ``b`` again after the caller changed them; the bindings follow."""
+        self.eng.release(self.A, self.B)
+        self.A, self.B = self.eng.upload(self.a), self.eng.upload(self.b)
+        self.binds[:2] = [self.A.binding(), self.B.binding()]
+
     def tiled(self, kp):
         pipe = self.eng.pipeline("gemm_tiled", **self.code.params(), **kp, HAS_C=False)
         return gemm.make_dispatch(self.eng, pipe, "gemm_tiled", kp, self.binds, self.m, self.n,

@@ -120,9 +120,7 @@ def check_pidx_field(kp) -> bool:
     for k, want_i in ((4096, 255), (4112, 256 if kp["PIDX"] == 16 else -2)):
         p = Problem(eng, 8, k, 36, True)
         p.a[:] = -16 * np.arange(k, dtype=np.float32)
-        eng.release(p.A)
-        p.A = eng.upload(p.a)
-        p.binds[0] = p.A.binding()
+        p.upload()
         eng.submit([p.tiled(dict(kp, ARGMAX=True, AT=True, DV=True))])
         got = eng.download(p.D, np.float32, (8, 36))
         gi = eng.download(p.I, np.int32, (8, 36))
@@ -154,9 +152,7 @@ def check_pidx_first_pass(kp) -> bool:
             p.a[::4] = z
             p.b[:, 1::5] = z
             p.code = gemm.semiring_code(get_semiring(sname), np.dtype(np.float32), False)
-            eng.release(p.A, p.B)
-            p.A, p.B = eng.upload(p.a), eng.upload(p.b)
-            p.binds[:2] = [p.A.binding(), p.B.binding()]
+            p.upload()
             got = []
             for kpx in (TA, kp):
                 eng.submit([p.tiled(dict(kpx, ARGMAX=True, AT=True, DV=True))])
