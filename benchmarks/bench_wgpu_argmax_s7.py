@@ -27,6 +27,7 @@ output, k beyond 256 tiles refused as I = -2). Each timed result is checked on s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -45,7 +46,7 @@ from bench_wgpu_argmax import Problem  # noqa: E402
 from bench_wgpu_argmax_s4 import check_argmax_ties, round_robin  # noqa: E402
 
 import pytropical_gpu as ptg  # noqa: E402
-from pytropical_gpu.backends.wgpu import gemm  # noqa: E402
+from pytropical_gpu.backends.wgpu import gemm, gemm_dispatch  # noqa: E402
 from pytropical_gpu.backends.wgpu import gemm_passes as passes  # noqa: E402
 from pytropical_gpu.backends.wgpu.device import get_engine  # noqa: E402
 from pytropical_gpu.semirings import get_semiring  # noqa: E402
@@ -114,14 +115,25 @@ def checks(quick, pidx16=False) -> bool:
 def check_pidx_field(kp) -> bool:
     """The field's ends through the first pass alone (DV), k running downhill (the last k-tile
     wins every output): k = 4096 (k-tile 255: the top byte's sign bit) and 4112 (257 k-tiles: k-tile
-    256 in 16 bits; more than 8 bits hold: I = -2 everywhere, D still exact)."""
+    256 in 16 bits; more than 8 bits hold: I = -2 everywhere, D still exact). The library refuses
+    to queue the latter (``gemm_passes.check_pidx``): that refusal is checked, then the kernel's
+    own -2 with the guard bypassed."""
     eng = get_engine()
     ok = True
     for k, want_i in ((4096, 255), (4112, 256 if kp["PIDX"] == 16 else -2)):
         p = Problem(eng, 8, k, 36, True)
         p.a[:] = -16 * np.arange(k, dtype=np.float32)
         p.upload()
-        eng.submit([p.tiled(dict(kp, ARGMAX=True, AT=True, DV=True))])
+        fkp = dict(kp, ARGMAX=True, AT=True, DV=True)
+        if want_i == -2:
+            try:
+                p.tiled(fkp)
+                log(f"CHECK FAILED PIDX{kp['PIDX']} k={k}: queued, not refused")
+                ok = False
+            except RuntimeError:
+                pass
+        with _no_pidx_guard():
+            eng.submit([p.tiled(fkp)])
         got = eng.download(p.D, np.float32, (8, 36))
         gi = eng.download(p.I, np.int32, (8, 36))
         want = ptg.matmul(p.a, p.b, "min_plus", backend="cpu")
@@ -132,6 +144,17 @@ def check_pidx_field(kp) -> bool:
         p.release()
     OUT["checks"].append({"label": f"argmax PIDX{kp['PIDX']} field ends", "ok": ok})
     return ok
+
+
+@contextlib.contextmanager
+def _no_pidx_guard():
+    """Every ``gemm_tiled`` dispatch without the short-field guard (to see the kernel's I = -2)."""
+    real = gemm_dispatch.check_pidx
+    gemm_dispatch.check_pidx = lambda kp, k: None
+    try:
+        yield
+    finally:
+        gemm_dispatch.check_pidx = real
 
 
 def check_pidx_first_pass(kp) -> bool:

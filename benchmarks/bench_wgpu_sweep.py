@@ -57,8 +57,8 @@ def forced(kname: str, kp: dict):
     """Make the backend use (kname, kp) for every GEMM it routes to that kernel family."""
     orig = gemm.choose_kernel
 
-    def choose(m, n, k, argmax, wg_storage=16384):
-        kn, base = orig(m, n, k, argmax, wg_storage)
+    def choose(m, n, k, argmax, *args, **kwargs):  # the library's signature, whatever it grows
+        kn, base = orig(m, n, k, argmax, *args, **kwargs)
         if kn != kname:
             return kn, base
         p = dict(kp)
@@ -331,7 +331,9 @@ def time_defaults(eng, cp, quick):
                                          (long, 4, 4, "min_plus", "float32", False),
                                          (long // 32, 64, 64, "min_plus", "float32", False),
                                          (4, 4, long, "min_plus", "float32", False)):
-        kname, kp = gemm.choose_kernel(m, n, k, bool(argmax), ws, True if argmax == "AT" else None)
+        code = gemm.semiring_code(get_semiring(sname), np.dtype(dts), False)  # as the library:
+        kname, kp = gemm.choose_kernel(m, n, k, bool(argmax), ws,  # the argmax's packed indices
+                                       True if argmax == "AT" else None, code)
         try:
             reps = 3 if m * n * k >= 1 << 36 else (5 if quick else 50)
             t, _ = time_gemm(eng, kname, kp, m, k, n, sname, dts, reps=reps)

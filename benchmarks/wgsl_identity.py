@@ -3,7 +3,8 @@ revision and from the working tree, byte for byte, for every parameter set the l
 
 The sets: every tile the library uses (``gemm.TILE``, ``TILE_ARGMAX``, ``TILE_SMALL``,
 ``TILE_TINY``, ``gemm_passes.SPLIT_TILE``) as ``choose_kernel`` hands them out (the argmax's small
-tile without WA, PF 1 where workgroup memory is short) x plain / argmax per pair / by k-tile x ``c``
+tile without WA, PF 1 where workgroup memory is short; the big tile's argmax by k-tile also with
+``PIDX`` where the library packs its indices) x plain / argmax per pair / by k-tile x ``c``
 x DV, for every builtin semiring and dtype the wgpu backend compiles (guarded ⊗ or not) and a
 user-defined semiring; then, on min_plus / max_plus f32 and the user semiring, every combination of
 PF, WA, BV, SK and FACTS too. Both renderings use the library's jinja settings (only the loader
@@ -63,12 +64,16 @@ def modes():
 
 
 def param_sets():
-    """Every parameter set compared (label, params)."""
+    """Every parameter set compared (label, params); the big tile's argmax by k-tile also with its
+    indices packed where ``choose_kernel`` packs them (``gemm_passes.argmax_pidx``, k = 4096)."""
     cs = codes()
     for (cl, code), (tl, t), (am, ex), has_c, dv in itertools.product(
             cs, tiles().items(), modes(), (False, True), (False, True)):
-        yield (f"{cl} {tl} argmax={am} {ex} c={has_c} dv={dv}",
-               dict(code.params(), **t, ARGMAX=am, **ex, HAS_C=has_c, **({"DV": True} if dv else {})))
+        p = dict(code.params(), **t, ARGMAX=am, **ex, HAS_C=has_c, **({"DV": True} if dv else {}))
+        yield f"{cl} {tl} argmax={am} {ex} c={has_c} dv={dv}", p
+        px = passes.argmax_pidx(code, 4096, t["BK"]) if ex and tl == "TILE_ARGMAX" else 0
+        if px:
+            yield f"{cl} {tl} argmax={am} {ex} c={has_c} dv={dv} PIDX={px}", dict(p, PIDX=px)
     full = [(cl, c) for cl, c in cs if cl.startswith(("min_plus float32", "max_plus float32", "user"))]
     flags = ["WA", "BV", "DV", "SK", "HAS_C"]
     for (cl, code), (tl, t), (am, ex), pf, on in itertools.product(
@@ -96,6 +101,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("rev", help="git revision holding the template before the change")
     ap.add_argument("--template", default="gemm_tiled")
+    ap.add_argument("--all", action="store_true", help="name every differing set, not 10")
     args = ap.parse_args(argv)
     old = git_env(args.rev).get_template(args.template + ".wgsl")
     new = templating._env().get_template(args.template + ".wgsl")
@@ -109,7 +115,7 @@ def main(argv=None) -> int:
         n += 1
         if old.render(**p) != new.render(**p):
             bad += 1
-            if bad <= 10:
+            if bad <= 10 or args.all:
                 print(f"DIFFERS: {label}")
     print(f"{args.template}: {n} parameter sets, {n - bad} identical, {bad} differ "
           f"({args.rev} against the working tree)")

@@ -80,10 +80,12 @@ def gemm_semirings() -> list[Semiring]:
     return out + [USER_SEMIRING]
 
 
-def _kernel_choices() -> set[tuple[str, tuple, bool]]:
+def _kernel_choices(code=None) -> set[tuple[str, tuple, bool]]:
     """(kernel, kernel params, argmax) that choose_kernel returns over shapes crossing each of its
-    thresholds (skinny k/n, small/large tile, argmax)."""
-    ks = sorted({64, 1024} | set(range(1, gemm.SKINNY_K + 2)))
+    thresholds (skinny k/n, small/large tile, argmax; the packed argmax indices' k limit) for a
+    semiring's ``code`` (None: one whose argmax indices are never packed)."""
+    top = passes.ARGMAX_PIDX and (1 << passes.ARGMAX_PIDX) * gemm.TILE_ARGMAX["BK"]
+    ks = sorted({64, 1024} | set(range(1, gemm.SKINNY_K + 2)) | ({top, top + 1} if top else set()))
     ns = sorted({127, 128, 1024, 4096} | set(range(1, gemm.SKINNY_N + 2)))
     ms = [1, 127, 128, 1024, 1 << 13, 1 << 21]  # the wide kernel's m is a run-time value
     out = set()
@@ -94,7 +96,8 @@ def _kernel_choices() -> set[tuple[str, tuple, bool]]:
                     # workgroup memory for two k-tiles of the big tile, or not (PF=1 fallback)
                     for storage in (1 << 14, 1 << 16):
                         for by_tile in ((False, True) if argmax else (None,)):
-                            kname, kp = gemm.choose_kernel(m, n, k, argmax, storage, by_tile)
+                            kname, kp = gemm.choose_kernel(m, n, k, argmax, storage, by_tile,
+                                                           code)
                             out.add((kname, tuple(sorted(kp.items())), argmax))
     return out
 
@@ -103,7 +106,10 @@ def gemm_variants() -> list[Variant]:
     out = []
     # the argmax second pass in column panels where n is beyond one (gemm_passes.ARGFIX_PW)
     pws = [{}] + ([{"PW": passes.ARGFIX_PW}] if passes.ARGFIX_PW else [])
-    choices = sorted(_kernel_choices())
+    # a semiring whose argmax indices may be packed (gemm_passes.argmax_pidx at k = 0) gets the
+    # choices of one such semiring (the rule's k limit is the same for all), the rest None's
+    packed = gemm.semiring_code(get_semiring("min_plus"), np.dtype("float32"), False)
+    choices = {False: sorted(_kernel_choices()), True: sorted(_kernel_choices(packed))}
     for sr in gemm_semirings():
         for dtn in sr.dtypes:
             dt = np.dtype(dtn)
@@ -113,7 +119,7 @@ def gemm_variants() -> list[Variant]:
                 continue  # float64: the backend raises TypeError before any shader
             codes = {gemm.semiring_code(sr, dt, special) for special in (False, True)}
             for code in sorted(codes, key=repr):
-                for kname, kp, argmax in choices:
+                for kname, kp, argmax in choices[bool(passes.argmax_pidx(code, 0, 1))]:
                     if argmax and not sr.selective:
                         continue
                     for has_c in (False, True):

@@ -49,7 +49,8 @@ $$ set PAIR = ARGMAX and not AT
    by ⊕ (1), or by AT's compare and select without the index's select (2); either equals the plain
    GEMM for min/max ⊕: what the tile value costs apart from the index (wgpu_gemm_notes.md, s7). #}
 $$ set TA = AT or (not ARGMAX and TACC|default(0) in (1, 2))
-{# PIDX (benchmarks only, AT; 8 or 16): the k-tile indices packed PIDX bits each, four (8) or two
+{# PIDX (AT; 8 or 16; the library takes 16 where gemm_passes.argmax_pidx allows, 8 is for
+   benchmarks only): the k-tile indices packed PIDX bits each, four (8) or two
    (16) outputs an u32: 16 (32) registers for the 8x8 tile's 64 indices instead of 64, updated from
    the fold's compare with a mask. The field holds the k-tile t itself (8 bits: t < 256, k <= 4096
    at BK 16); "no k-tile improved" (I = -1) is read at the store from the result: acc still equals

@@ -102,7 +102,7 @@ def bench_gemm(eng, dev, cp, progress, quick, rows, extra):
     b = rng.integers(-1000, 1000, (sz, sz)).astype(np.float32)
     sr = get_semiring("min_plus")
     code = gemm.semiring_code(sr, a.dtype, False)
-    kname, kp = gemm.choose_kernel(sz, sz, sz, True)
+    kname, kp = gemm.choose_kernel(sz, sz, sz, True, code=code)  # as the library: packed indices
     pipe = eng.pipeline(kname, **code.params(), **kp, HAS_C=False)
     A, B, D, I = eng.upload(a), eng.upload(b), eng.alloc(sz * sz * 4), eng.alloc(sz * sz * 4)
     binds = [x.binding() for x in (A, B, D, I)]

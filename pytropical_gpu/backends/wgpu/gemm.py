@@ -134,10 +134,11 @@ def tile_storage(kp: dict) -> int:
 
 
 def choose_kernel(m: int, n: int, k: int, argmax: bool, wg_storage: int = 16384,
-                  by_tile: bool | None = None) -> tuple[str, dict]:
+                  by_tile: bool | None = None, code: SemiringCode | None = None) -> tuple[str, dict]:
     """Template and parameters for an (m, k) x (k, n) GEMM; ``wg_storage``: the device's workgroup
     memory limit (a tile that needs more prefetches into registers only, PF=1); ``by_tile``: the
-    tiled argmax by k-tile (default :data:`ARGMAX_BY_TILE`)."""
+    tiled argmax by k-tile (default :data:`ARGMAX_BY_TILE`); ``code``: the semiring's, for the big
+    argmax tile's packed indices (:func:`.gemm_passes.argmax_pidx`; None: unpacked)."""
     if argmax:
         if k <= SKINNY_K and n <= SKINNY_N:
             return "gemm_simple", {"ARGMAX": True, "KCONST": k, "WG": WG}
@@ -145,6 +146,8 @@ def choose_kernel(m: int, n: int, k: int, argmax: bool, wg_storage: int = 16384,
         if ARGMAX_BY_TILE if by_tile is None else by_tile:  # the big tile where the plain GEMM
             if m * n > (1 << 20) and min(m, n) >= 128:     # takes it (H200 4096^3: 7.69 ms
                 kp = dict(TILE_ARGMAX, ARGMAX=True)        # against 64x64's 9.83)
+                if px := passes.argmax_pidx(code, k, kp["BK"]):
+                    kp["PIDX"] = px
             kp["AT"] = True
     elif k <= SKINNY_K and n <= SKINNY_N:
         return "gemm_skinny", {"K": k, "N": n, "WG": WG, "RPT": SKINNY_RPT,
@@ -180,7 +183,7 @@ def gemm(eng: Engine, a: np.ndarray, b: np.ndarray, sr: Semiring, c, argmax: boo
     special = (sr.guarded and eng.recording is not None and not (fa.computed and fb.computed)) \
         or facts.guard_needed(sr, dt, fa, fb)
     code = semiring_code(sr, dt, special)
-    kname, kp = choose_kernel(m, n, k, argmax, eng.limits.max_workgroup_storage)
+    kname, kp = choose_kernel(m, n, k, argmax, eng.limits.max_workgroup_storage, code=code)
     has_c = c is not None
     if kname == "gemm_tiled" and argmax and not has_c and n % 4 == 0:
         kp = dict(kp, DV=True)  # D and I as vec4 stores (H200 4096^3 first pass 6.98 ms, not 7.08)

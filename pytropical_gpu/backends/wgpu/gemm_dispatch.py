@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 from .engine import WG, Engine, pack_params
+from .gemm_passes import check_pidx
 
 
 def make_dispatch(eng: Engine, pipe, kname: str, kp: dict, binds, m: int, n: int, k: int,
                   nbat: int = 1, a_bs: int = 0, b_bs: int = 0, c_bs: int = 0):
     """The dispatch of one GEMM block (bindings: A, B, D[, I][, C]; batch strides in elements)."""
     if kname == "gemm_tiled":
+        check_pidx(kp, k)  # a packed argmax index field too short for k: refused, never I = -2
         groups = (-(-n // kp["BN"]), -(-m // kp["BM"]), nbat)
         params = pack_params(m, n, k, a_bs, b_bs, c_bs, m * n, 0)
     else:

@@ -8,6 +8,7 @@ threads (:data:`ARGFIX_COOP`) and ``gemm_argfix_row`` does so row by row, a work
 panel, so that A's row is read through L1 (:data:`ARGFIX_ROW`).
 Split-k runs ``gemm_tiled`` with SK over S slices of k (a z layer of workgroups each, writing a
 partial D) and ``gemm_splitk`` folds the layers with ⊕: for grids too small to fill the device.
+:func:`argmax_pidx` is the rule for the first pass's packed k-tile indices (``PIDX``).
 Measured on an H200: benchmarks/results/wgpu_gemm_notes.md.
 """
 
@@ -46,6 +47,40 @@ SPLIT_MIN_K = 64
 SPLIT_DV = True
 #: pairs (m * n * k) below which a GEMM never splits (a second dispatch costs more than it saves)
 SPLIT_MIN_WORK = 1 << 26
+
+
+#: the big tile's argmax by k-tile keeps its k-tile indices packed two a ``u32`` (``PIDX`` in
+#: ``wgsl/gemm_tiled.wgsl``: 32 registers for the 8x8 tile's 64 indices, not 64); the rule:
+#: :func:`argmax_pidx`. s7, H200 4096^3 f32 min_plus / max_plus: first pass 6.824 / 6.775 ms against
+#: 7.007 / 6.964 unpacked, whole argmax 0.861 / 0.867 of the same tile without argmax; 0: off
+ARGMAX_PIDX = 16
+
+
+def argmax_pidx(code, k: int, bk: int) -> int:
+    """The first pass's ``PIDX`` (bits a packed k-tile index; 0: the unpacked ``i32`` indices).
+
+    Packed only where the result is the unpacked kernel's bit for bit. (1) A builtin semiring
+    whose ⊕ is min or max (``better4`` a strict ``<`` / ``>``; every builtin selective semiring:
+    its zero, ±inf or the integer extreme, is ⊕'s identity in every dtype): the packed field has no
+    "none" value, so "no k-tile improved" (I = -1) is read at the store from ``acc == zero()``,
+    which holds exactly when no tile was strictly better (an improvement moves acc off the zero
+    for good). A user-defined ⊕ (``better`` from its expression) promises no such order: never.
+    (2) Every k-tile index fits the field: ceil(k / BK) <= 2^PIDX (k <= 2^20 at BK 16); beyond it
+    the kernel writes I = -2, which :func:`check_pidx` keeps from ever being dispatched.
+    """
+    if not ARGMAX_PIDX or code is None or code.USER or code.ADD_OP not in ("min", "max"):
+        return 0
+    return ARGMAX_PIDX if -(-k // bk) <= 1 << ARGMAX_PIDX else 0
+
+
+def check_pidx(kp: dict, k: int) -> None:
+    """Refuse a first pass whose k-tiles outnumber its ``PIDX`` field (it would write I = -2):
+    :func:`argmax_pidx` never hands such parameters out; this is the guard against a caller that
+    forces them (called by every ``gemm_tiled`` dispatch, before anything is queued)."""
+    px = kp.get("PIDX", 0) if kp.get("AT") and kp.get("ARGMAX") else 0
+    if px and -(-k // kp["BK"]) > 1 << px:
+        raise RuntimeError(f"gemm_tiled: PIDX {px} holds {1 << px} k-tiles, k={k} has "
+                           f"{-(-k // kp['BK'])} (argmax_pidx would not pack them)")
 
 
 def argfix_dispatch(eng: Engine, code, kp: dict, binds, m: int, n: int, k: int, nbat: int = 1,
