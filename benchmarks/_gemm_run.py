@@ -46,12 +46,12 @@ def tile_name(tag, cfg, arg):
     return f"{tag}_" + "_".join(map(str, cfg)) + ("_arg" if arg else "")
 
 
-def tile_specs(tag, cases, extra=""):
+def tile_specs(tag, cases, extra="", ak=0):
     """One module per (case, tile), so NVRTC compiles them in parallel: ``cases`` maps a label to
     (semiring, functor, ..., [(cfg, arg)]); each tile is registered in ``kernels.TILES`` under
     ``tile_name(tag, cfg, arg)`` and instantiated as ``sr_gemm`` of the functor beside its
-    ``sr_combine`` pair, ``extra`` (C++ source: the bench's own functors) ahead of them.
-    Returns {(label, role): ModuleSpec}."""
+    ``sr_combine`` pair, ``extra`` (C++ source: the bench's own functors) ahead of them; ``ak``
+    (> 0) is ``sr_gemm``'s argmax chunk AK, else its default. Returns {(label, role): ModuleSpec}."""
     out = {}
     for label, (_, functor, *_, variants) in cases.items():
         for cfg, arg in variants:
@@ -59,7 +59,7 @@ def tile_specs(tag, cases, extra=""):
             rl = tile_name(tag, cfg, arg)
             kernels.TILES[rl] = cfg
             names = {rl: f"ptg::sr_gemm<{functor}, {bm}, {bn}, {bk}, {tm}, {tn}, {mb}, "
-                         f"{'true' if arg else 'false'}>",
+                         f"{'true' if arg else 'false'}{f', {ak}' if ak else ''}>",
                      "combine": f"ptg::sr_combine<{functor}, false>",
                      "combine_arg": f"ptg::sr_combine<{functor}, true>"}
             out[(label, rl)] = kernels.ModuleSpec(f"{tag}:{label}:{rl}", "semiring_gemm.cu", names, extra)

@@ -121,6 +121,8 @@ template <typename T, class D> struct Base {
   __device__ __forceinline__ static bool fast_ok(T) { return true; }
   // kMask: a third slab body for operands that are the zero or pass fast_ok (see TropPlus)
   static constexpr bool kMask = false;
+  // kRunArg: argmax keeps one running ⊕ (no chunk accumulator; see sr_gemm's chunk and PlusDpxR)
+  static constexpr bool kRunArg = false;
   __device__ __forceinline__ static bool mask_ok(T) { return true; }
   __device__ __forceinline__ static T mask_of(T x) { return x; }
   __device__ __forceinline__ static T fma2_mask(T acc, T a0, T b0, T, T, T a1, T b1, T, T, T) {
@@ -323,6 +325,17 @@ typedef PlusDpx<true> MaxPlusDpx;
 typedef PlusDpx<false> MinPlusDpx;
 typedef PlusDpx<true, true> MaxPlusDpxW;
 typedef PlusDpx<false, true> MinPlusDpxW;
+// R: W with the running-best argmax (kRunArg; bench-only, not a library role: session 7's notes).
+// The k-loop folds every term into acc with the DPX instruction (no chunk accumulator, so no ⊕ of
+// it into acc a chunk: that ⊕ is the next chunk's first DPX term); a chunk ends with acc compared
+// to its value at the chunk's start (kept in sacc), and the chunk is remembered when acc grew.
+// The running best first reaches its final value in the last chunk where it grew, at the first k
+// of the whole range whose term equals it: the same (value, smallest k) as the chunk form.
+template <bool MAX> struct PlusDpxR : PlusDpx<MAX, true> {
+  static constexpr bool kRunArg = true;
+};
+typedef PlusDpxR<true> MaxPlusDpxR;
+typedef PlusDpxR<false> MinPlusDpxR;
 
 // ---------------------------------------------------------------------------- vector loads
 // 4 consecutive elements; the caller guarantees 16-byte alignment.
@@ -675,7 +688,8 @@ sr_gemm(const typename SR::type* __restrict__ A, const typename SR::type* __rest
   auto slab = [&](i64 k0, auto fl, auto hot) {
     const bool next = k0 + BK < ke;
     if (next) load(k0 + BK);
-    if constexpr (ARG) mma(sacc, fl, hot);
+    if constexpr (ARG && SR::kRunArg) mma(acc, Flag<false>(), hot);
+    else if constexpr (ARG) mma(sacc, fl, hot);
     else mma(acc, Flag<false>(), hot);
     if (next) {
       mode = sync(store(cur ^ 1, k0 + BK), cur ^ 1, k0 + BK);
@@ -686,6 +700,12 @@ sr_gemm(const typename SR::type* __restrict__ A, const typename SR::type* __rest
   static_assert(!ARG || AK <= BK || AK % BK == 0, "an argmax chunk holds whole slabs");
   // one chunk (AP slabs from k0) and, with argmax, its update of the running best
   auto chunk = [&](i64 k0, auto hot) {
+    if constexpr (ARG && SR::kRunArg) {  // sacc: acc at the chunk's start
+#pragma unroll
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) sacc[ARG ? i : 0][ARG ? j : 0] = acc[i][j];
+    }
     slab(k0, Flag<true>(), hot);
 #pragma unroll
     for (int p = 1; p < AP; ++p)
@@ -695,7 +715,9 @@ sr_gemm(const typename SR::type* __restrict__ A, const typename SR::type* __rest
       for (int i = 0; i < TM; ++i)
 #pragma unroll
         for (int j = 0; j < TN; ++j)
-          if (SR::better(sacc[i][j], acc[i][j])) {
+          if constexpr (SR::kRunArg) {
+            if (SR::better(acc[i][j], sacc[i][j])) win[i][j] = (int)k0;
+          } else if (SR::better(sacc[i][j], acc[i][j])) {
             acc[i][j] = sacc[i][j];
             win[i][j] = (int)k0;
           }

@@ -70,3 +70,13 @@ def test_tile_specs_one_module_per_case_and_tile(monkeypatch):
     assert s.key == "tst:mp:tst_64_64_16_4_4_2_arg"
     assert sp[("mp", "tst_64_128_8_8_8_3")].names["tst_64_128_8_8_8_3"].endswith("8, 8, 8, 3, false>")
     assert _gemm_run.tile_name("tst", (1, 2, 3, 4, 5, 6), False) == "tst_1_2_3_4_5_6"
+
+
+def test_tile_specs_ak_is_the_last_template_argument(monkeypatch):
+    monkeypatch.setattr(kernels, "TILES", dict(kernels.TILES))
+    cases = {"mx": ("max_plus", "ptg::MaxPlusDpxR", [((64, 64, 16, 4, 4, 2), True)])}
+    sp = _gemm_run.tile_specs("t32", cases, ak=32)
+    assert sp[("mx", "t32_64_64_16_4_4_2_arg")].names["t32_64_64_16_4_4_2_arg"] == (
+        "ptg::sr_gemm<ptg::MaxPlusDpxR, 64, 64, 16, 4, 4, 2, true, 32>")
+    assert _gemm_run.tile_specs("t0", cases)[("mx", "t0_64_64_16_4_4_2_arg")].names[
+        "t0_64_64_16_4_4_2_arg"].endswith("4, 4, 2, true>")
