@@ -53,7 +53,7 @@ $$ set PAIR = ARGMAX and not AT
    everywhere (gemm_passes.check_pidx never queues that). Until session 8 PIDX 8 (four indices an
    u32) and TACC (AT's tile accumulator without the index) were benchmark-only options: the s7 and
    s8 runs that used them render at commit 41db6f3 (wgpu_gemm_notes.md, "Session 8 (s8tpl)"). #}
-$$ if PIDX|default(0) not in (0, 16)
+$$ if PIDX|default(0) is not integer or PIDX|default(0) not in (0, 16)
 $$ set _ = fail("gemm_tiled: PIDX must be 0 or 16, got %r (PIDX 8 is at commit 41db6f3 only)" % (PIDX,))
 $$ endif
 $$ set PX = PIDX|default(0) if AT else 0
