@@ -2,24 +2,26 @@
 
 The argmax first pass keeps, per output, a tile accumulator beside the running best and the index
 (s4's H1: ≈ 210–240 registers a thread, one workgroup an SM where the plain kernel fits two).
-``TACC`` in ``wgsl/gemm_tiled.wgsl`` is the plain GEMM carrying that tile accumulator without the
-index: each k-tile's ⊕ folded into the result by ⊕ (TACC 1) or by the argmax's compare and select
-without the index's select (TACC 2); for min/max ⊕ its result equals the plain GEMM's bit for bit.
-If TACC is as slow as the argmax first pass, TACC + the second pass is a measured floor for every
-argmax by k-tile on the 8×8 thread tile.
+Session 7 measured (c) ``TACC``, the plain GEMM carrying that tile accumulator without the index,
+and (g) the k-tile indices packed (``PIDX`` 8: four a ``u32``, 16: two). Since session 8 (s8tpl)
+``wgsl/gemm_tiled.wgsl`` has neither TACC nor PIDX 8 (it refuses PIDX 8), and this script runs
+only what still exists; **the TACC (c) rows, the floor summary (``floor_ms``, ``tacc_*``) and the
+PIDX 8 rows and checks need the template at commit 41db6f3**: run this script from a checkout of
+that commit (its ``wgpu_argmax_h200_s7`` / ``_s8`` results were made so). Keys of the remaining
+rows are as they were.
 
-Checks first: every TACC form, and the library's argmax tile, exact against ``tests/reference.py``
-(numpy, written apart from the kernels) through the backend with the form forced (s6's
-``check_extremes``: ±inf, ±0, ties, odd shapes with k cut inside a k-tile, k = 0, ``c``, batches;
-subnormals only where the adapter keeps them) and the argmax's ties across k-tiles (s4); then GPU
-timestamps round-robin (median of 9, quartiles) at 4096³ for min_plus and max_plus: (a) the plain
-default (``gemm.TILE``), (b) ``gemm.TILE_ARGMAX`` without argmax (scalar stores and DV), (c) TACC 1
-on TILE_ARGMAX's parameters (PF 1, scalar stores and DV) and at PF 0 / PF 2 (DV), TACC 2 (PF 1, DV),
-(d) the argmax first pass (DV, as the library runs it), (e) the whole argmax (first pass + transpose
-+ second pass, the library's commands), the transpose alone; the second pass is (e) − (d);
-(g) the argmax with its k-tile indices packed (PIDX 8: four a ``u32``, 16: two), first pass and
-whole, checked as the library's argmax tile (and the 8-bit field's ends: k-tile 255 winning every
-output, k beyond 256 tiles refused as I = -2). Each timed result is checked on sampled rows first.
+Checks first: the library's argmax tile, unpacked and with PIDX 16 (the library's form for
+builtin min/max ⊕ while k <= 2^20), exact against ``tests/reference.py`` (numpy, written apart
+from the kernels) through the backend with the form forced (s6's ``check_extremes``: ±inf, ±0,
+ties, odd shapes with k cut inside a k-tile, k = 0, ``c``, batches; subnormals only where the
+adapter keeps them) and the argmax's ties across k-tiles (s4); PIDX 16's field (k-tile 255 and 256
+winning every output; the library refusing k beyond 2^16 k-tiles) and its first pass against the
+unpacked one's, bit for bit. Then GPU timestamps round-robin (median of 9, quartiles) at 4096³
+for min_plus and max_plus: (a) the plain default (``gemm.TILE``), (b) ``gemm.TILE_ARGMAX`` without
+argmax (scalar stores and DV), (d) the unpacked argmax first pass (DV), (e) the whole argmax
+(first pass + transpose + second pass, the library's commands), the transpose alone; the second
+pass is (e) − (d); (g) the same with PIDX 16, first pass and whole. Each timed result is checked
+on sampled rows first.
 
     python benchmarks/bench_wgpu_argmax_s7.py --out $OUT [--quick] [--pidx16]
 """
@@ -27,7 +29,6 @@ output, k beyond 256 tiles refused as I = -2). Each timed result is checked on s
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 import time
@@ -36,7 +37,7 @@ import numpy as np
 
 os.environ.setdefault("PYTROPICAL_WEBGPU", "wgpu")
 HERE = os.path.dirname(os.path.abspath(__file__))
-# this checkout's package first, whatever PYTHONPATH says (TACC exists only in its gemm_tiled.wgsl)
+# this checkout's package first, whatever PYTHONPATH says (its gemm_tiled.wgsl is the one meant)
 sys.path[:0] = [HERE, os.path.join(os.path.dirname(HERE), "tests"), os.path.dirname(HERE)]
 
 import _wgpu_timing as timing  # noqa: E402
@@ -46,7 +47,7 @@ from bench_wgpu_argmax import Problem  # noqa: E402
 from bench_wgpu_argmax_s4 import check_argmax_ties, round_robin  # noqa: E402
 
 import pytropical_gpu as ptg  # noqa: E402
-from pytropical_gpu.backends.wgpu import gemm, gemm_dispatch  # noqa: E402
+from pytropical_gpu.backends.wgpu import gemm  # noqa: E402
 from pytropical_gpu.backends.wgpu import gemm_passes as passes  # noqa: E402
 from pytropical_gpu.backends.wgpu.device import get_engine  # noqa: E402
 from pytropical_gpu.semirings import get_semiring  # noqa: E402
@@ -55,56 +56,42 @@ OUT = s6.OUT  # s6's and s4's checks record into this run's JSON
 OUT.update(argmax_s7=[], summary={}, notes=__doc__)
 SEMIRINGS = ("min_plus", "max_plus")
 TA = gemm.TILE_ARGMAX
-#: the plain GEMMs timed (ARGMAX false), label -> tile
+#: the plain GEMMs timed (ARGMAX false), label -> tile (the TACC rows "c ...": at 41db6f3 only)
 PLAIN = {"a plain TILE": gemm.TILE, "b plain TILE_ARGMAX": TA,
-         "b plain TILE_ARGMAX DV": dict(TA, DV=True),
-         "c TACC1 PF1": dict(TA, PF=1, TACC=1), "c TACC1 PF1 DV": dict(TA, PF=1, TACC=1, DV=True),
-         "c TACC1 PF0 DV": dict(TA, PF=0, TACC=1, DV=True),
-         "c TACC1 PF2 DV": dict(TA, PF=2, TACC=1, DV=True),
-         "c TACC2 PF1 DV": dict(TA, PF=1, TACC=2, DV=True)}
-#: the TACC forms checked with the extreme values: the timed ones without DV (a forced DV would
-#: not fit the odd shapes; the timed DV forms are checked on sampled rows of their 4096³ result)
-CHECKED = {x.removesuffix(" DV"): {k: v for k, v in kp.items() if k != "DV"}
-           for x, kp in PLAIN.items() if "TACC" in x}
+         "b plain TILE_ARGMAX DV": dict(TA, DV=True)}
 #: the argmax first passes timed (as the library runs it: TILE_ARGMAX, DV), label suffix -> PIDX
-PACKED = {"": 0, " PIDX8": 8, " PIDX16": 16}
+#: (" PIDX8": at 41db6f3 only)
+PACKED = {"": 0, " PIDX16": 16}
+#: what this script no longer runs, logged at its start
+GONE = ("TACC rows (c), the floor summary and the PIDX 8 rows and checks: not in this "
+        "gemm_tiled.wgsl since session 8; run this script at commit 41db6f3 for them")
 
 
-def has_tacc() -> bool:
-    """The imported package's ``gemm_tiled`` knows TACC and PIDX (an older one renders the plain
-    kernel and the unpacked argmax: they would pass every check and time as (b) and (d))."""
+def has_pidx16() -> bool:
+    """The imported package's ``gemm_tiled`` knows PIDX 16 (an older one renders the unpacked
+    argmax: it would pass every check and time as (d))."""
     from pytropical_gpu.backends.wgpu import templating
 
     code = gemm.semiring_code(get_semiring("min_plus"), np.dtype(np.float32), False)
-    tacc = templating.render("gemm_tiled", **code.params(), **PLAIN["c TACC1 PF1"],
-                             ARGMAX=False, HAS_C=False)
-    pidx = templating.render("gemm_tiled", **code.params(), **dict(TA, PIDX=8), ARGMAX=True,
+    pidx = templating.render("gemm_tiled", **code.params(), **dict(TA, PIDX=16), ARGMAX=True,
                              AT=True, HAS_C=False)
-    return "tacc_0_0" in tacc and "pidx_0_0" in pidx
+    return "pidx_0_0" in pidx
 
 
-def checks(quick, pidx16=False) -> bool:
-    """Every TACC form and the library's argmax tile against numpy's reference: the two folds
-    (⊕, compare and select) on min_plus and max_plus, the other prefetch forms (the same fold)
-    and the argmax's extremes on min_plus (its ties on both), to keep the H200's compiles short."""
+def checks(quick) -> bool:
+    """The library's argmax tile, unpacked and with PIDX 16, against numpy's reference: the
+    extremes and the ties across k-tiles on min_plus and max_plus (min_plus only with --quick),
+    PIDX 16's field ends and first pass."""
     both = [("min_plus", "float32")] + ([] if quick else [("max_plus", "float32")])
     if not get_engine().flushes_subnormals:  # as s6: the H200 through Vulkan flushes them
         s6.SPECIALS.extend(s6.SUBNORMALS)
     log(f"f32 specials in the checks: {s6.SPECIALS}")
     ok = True
-    storage = get_engine().limits.max_workgroup_storage
-    for x, kp in CHECKED.items():
-        if gemm.tile_storage(kp) > storage:
-            log(f"{x}: needs {gemm.tile_storage(kp)} B of workgroup memory, device has {storage}")
-            continue
-        s6.CASES[:] = both if x.endswith("PF1") else both[:1]
-        ok &= s6.check_extremes(x, kp, False)
-    for x, px in PACKED.items():  # PIDX 8 (the candidate) on both semirings, the rest min_plus;
-        s6.CASES[:] = both if px == 8 else both[:1]  # PIDX 16 (8's fold, 16-bit fields): its field's
-        kp = dict(TA, PIDX=px) if px else TA  # ends and the timed rows, the rest with --pidx16
-        if px != 16 or pidx16:
-            ok &= s6.check_extremes("argmax TILE_ARGMAX" + x, kp, True)
-            ok &= check_argmax_ties("argmax TILE_ARGMAX" + x, kp)
+    for x, px in PACKED.items():
+        s6.CASES[:] = both
+        kp = dict(TA, PIDX=px) if px else TA
+        ok &= s6.check_extremes("argmax TILE_ARGMAX" + x, kp, True)
+        ok &= check_argmax_ties("argmax TILE_ARGMAX" + x, kp)
         if px:
             ok &= check_pidx_field(kp) & check_pidx_first_pass(kp)
     log(f"checks {'passed' if ok else 'FAILED'}: {sum(c['ok'] for c in OUT['checks'])} of "
@@ -114,26 +101,17 @@ def checks(quick, pidx16=False) -> bool:
 
 def check_pidx_field(kp) -> bool:
     """The field's ends through the first pass alone (DV), k running downhill (the last k-tile
-    wins every output): k = 4096 (k-tile 255: the top byte's sign bit) and 4112 (257 k-tiles: k-tile
-    256 in 16 bits; more than 8 bits hold: I = -2 everywhere, D still exact). The library refuses
-    to queue the latter (``gemm_passes.check_pidx``): that refusal is checked, then the kernel's
-    own -2 with the guard bypassed."""
+    wins every output): k = 4096 (k-tile 255) and 4112 (k-tile 256: past 8 bits), D and I exact;
+    then the library refusing to queue more k-tiles than the field holds (``gemm_passes.check_pidx``,
+    k = 2^20 + 16: nothing dispatched, so nothing of that size is allocated)."""
     eng = get_engine()
     ok = True
-    for k, want_i in ((4096, 255), (4112, 256 if kp["PIDX"] == 16 else -2)):
+    for k, want_i in ((4096, 255), (4112, 256)):
         p = Problem(eng, 8, k, 36, True)
         p.a[:] = -16 * np.arange(k, dtype=np.float32)
         p.upload()
         fkp = dict(kp, ARGMAX=True, AT=True, DV=True)
-        if want_i == -2:
-            try:
-                p.tiled(fkp)
-                log(f"CHECK FAILED PIDX{kp['PIDX']} k={k}: queued, not refused")
-                ok = False
-            except RuntimeError:
-                pass
-        with _no_pidx_guard():
-            eng.submit([p.tiled(fkp)])
+        eng.submit([p.tiled(fkp)])
         got = eng.download(p.D, np.float32, (8, 36))
         gi = eng.download(p.I, np.int32, (8, 36))
         want = ptg.matmul(p.a, p.b, "min_plus", backend="cpu")
@@ -141,20 +119,18 @@ def check_pidx_field(kp) -> bool:
         if not same:
             log(f"CHECK FAILED PIDX{kp['PIDX']} field k={k}: I in {np.unique(gi)[:8]}")
         ok &= same
+        if k == 4112:
+            big = (1 << kp["PIDX"]) * kp["BK"] + kp["BK"]
+            pipe = eng.pipeline("gemm_tiled", **p.code.params(), **fkp, HAS_C=False)
+            try:
+                gemm.make_dispatch(eng, pipe, "gemm_tiled", fkp, p.binds, 8, 36, big)
+                log(f"CHECK FAILED PIDX{kp['PIDX']} k={big}: queued, not refused")
+                ok = False
+            except RuntimeError:
+                pass
         p.release()
     OUT["checks"].append({"label": f"argmax PIDX{kp['PIDX']} field ends", "ok": ok})
     return ok
-
-
-@contextlib.contextmanager
-def _no_pidx_guard():
-    """Every ``gemm_tiled`` dispatch without the short-field guard (to see the kernel's I = -2)."""
-    real = gemm_dispatch.check_pidx
-    gemm_dispatch.check_pidx = lambda kp, k: None
-    try:
-        yield
-    finally:
-        gemm_dispatch.check_pidx = real
 
 
 def check_pidx_first_pass(kp) -> bool:
@@ -239,18 +215,12 @@ def time_semiring(eng, sname, size, rounds, reps):
 
 
 def summarize(res) -> dict:
-    """The floor: TACC (as the argmax first pass: PF 1, DV) + the measured second pass."""
+    """The ratios to the plain default (a); the floor (TACC + the second pass): at 41db6f3 only."""
     med = {x: r["median_ms"] for x, r in res.items()}
     a = med["a plain TILE"]
     s = {"a_plain_ms": a, "target_total_ms": a / 0.85,
          "second_pass_ms": med["e argmax whole"] - med["d argmax first"],
          "issue_ratio_a_over_whole": a / med["e argmax whole"]}
-    if "c TACC1 PF1 DV" in med:
-        floor = med["c TACC1 PF1 DV"] + s["second_pass_ms"]
-        s.update(floor_ms=floor, floor_ratio=a / floor,
-                 tacc_over_first=med["c TACC1 PF1 DV"] / med["d argmax first"],
-                 tacc_share_of_first_excess=(med["c TACC1 PF1 DV"] - med["b plain TILE_ARGMAX DV"])
-                 / max(1e-9, med["d argmax first"] - med["b plain TILE_ARGMAX DV"]))
     for x in PACKED:
         if x and "e argmax whole" + x in med:
             s[f"pidx{x[5:]}_first_ms"] = med["d argmax first" + x]
@@ -264,21 +234,23 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="small sizes (lavapipe smoke)")
     ap.add_argument("--out", default=".", help="folder for the JSON and the log")
     ap.add_argument("--pidx16", action="store_true",
-                    help="PIDX 16 through the extremes and ties too (6+ more pipelines)")
+                    help="kept for s7/s8 command lines: PIDX 16 now always goes through the checks")
     args = ap.parse_args(argv)
     name = "wgpu_argmax_quick_s7" if args.quick else "wgpu_argmax_h200_s7"
     os.makedirs(args.out, exist_ok=True)
     logf = open(os.path.join(args.out, name + ".log"), "w")  # noqa: SIM115 - for the whole run
     sys.stdout = _Tee(sys.stdout, logf)
-    if not has_tacc():
-        log(f"{ptg.__file__}: its gemm_tiled.wgsl has no TACC or PIDX (run from main at or after 36fd555)")
+    if not has_pidx16():
+        log(f"{ptg.__file__}: its gemm_tiled.wgsl has no PIDX (run from main at or after 36fd555)")
         return 2
+    log(f"not run here: {GONE}")
+    OUT["not_run"] = GONE
     eng = get_engine()
     OUT["device"] = f"{eng.rt.info.name} ({eng.rt.info.backend}, {eng.rt.name})"
     log(f"device {OUT['device']}; package {ptg.__file__}; workgroup storage "
         f"{eng.limits.max_workgroup_storage} B")
     t0 = time.time()
-    ok = checks(args.quick, args.pidx16)
+    ok = checks(args.quick)
     log(f"checks took {time.time() - t0:.0f} s ({eng.stats['compiles']} pipelines compiled)")
     size, rounds, reps = (256, 3, 2) if args.quick else (4096, 9, 3)
     OUT["sizes"] = {"m": size, "k": size, "n": size, "rounds": rounds, "dispatches_a_sample": reps}

@@ -1,12 +1,15 @@
 """The argmax on wgpu's big tile with its k-tile indices packed (``PIDX`` 16 in
 ``wgsl/gemm_tiled.wgsl``, the rule :func:`.gemm_passes.argmax_pidx`): which (semiring, dtype, k)
-get it, the guard that keeps its I = -2 from ever being queued, and results on the big tile
+get it, the guards that keep its I = -2 from ever being queued and a PIDX other than 0 or 16
+(PIDX 8 was removed in session 8) from being rendered or queued, and results on the big tile
 (m * n > 2^20, min(m, n) >= 128) against the independent reference on every backend: ±inf and
 the integer extremes, rows and columns of the zero (I = -1), ties across k-tiles, k = 0, k running
 downhill (every k-tile better than the last), every selective semiring, ``c``, batches, and eager
 against batched calls."""
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
@@ -65,19 +68,52 @@ def test_rule_leaves_everything_else_unpacked():
     assert _pidx(code, m=1 << 14, n=16, k=16) == 0  # gemm_simple
 
 
-def test_a_field_too_short_for_k_is_never_queued():
+class _Eng:
+    """Records what would be queued."""
+
+    def dispatch(self, pipe, binds, groups, params):
+        return groups
+
+
+def _big_tile(**kw):
     from pytropical_gpu.backends.wgpu import gemm
 
-    class Eng:  # records what would be queued
-        def dispatch(self, pipe, binds, groups, params):
-            return groups
+    return {**gemm.TILE_ARGMAX, "ARGMAX": True, "AT": True, "PIDX": 16, **kw}
 
-    kp = dict(gemm.TILE_ARGMAX, ARGMAX=True, AT=True, PIDX=16)
-    assert gemm.make_dispatch(Eng(), None, "gemm_tiled", kp, [], M, N, K_MAX) == (9, 8, 1)
-    for px, k in ((16, K_MAX + 1), (8, 4097)):
-        with pytest.raises(RuntimeError, match="k-tiles"):
-            gemm.make_dispatch(Eng(), None, "gemm_tiled", dict(kp, PIDX=px), [], M, N, k)
-    assert gemm.make_dispatch(Eng(), None, "gemm_tiled", dict(kp, PIDX=8), [], M, N, 4096)
+
+def test_a_field_too_short_for_k_is_never_queued():
+    from pytropical_gpu.backends.wgpu import gemm, templating
+
+    kp = _big_tile()
+    assert gemm.make_dispatch(_Eng(), None, "gemm_tiled", kp, [], M, N, K_MAX) == (9, 8, 1)
+    for k in (K_MAX + 1, K_MAX + 16, 1 << 24):
+        with pytest.raises(RuntimeError, match=f"PIDX 16 holds 65536 k-tiles, k={k} has "):
+            gemm.make_dispatch(_Eng(), None, "gemm_tiled", kp, [], M, N, k)
+    unpacked = {x: v for x, v in kp.items() if x != "PIDX"}
+    for kpu in (dict(kp, PIDX=0), unpacked):  # PIDX 0: the unpacked kernel, any k
+        assert gemm.make_dispatch(_Eng(), None, "gemm_tiled", kpu, [], M, N, 1 << 24)
+    params = _code("min_plus", "float32").params()
+    assert (templating.render("gemm_tiled", **params, **dict(kp, PIDX=0), HAS_C=False)
+            == templating.render("gemm_tiled", **params, **unpacked, HAS_C=False))
+
+
+#: PIDX values gemm_tiled does not render (8: removed in session 8, at 41db6f3 only)
+BAD_PIDX = [8, 1, 15, 32, -16, 16.0, True, "16", None]
+
+
+@pytest.mark.parametrize("px", BAD_PIDX, ids=repr)
+@pytest.mark.parametrize("argmax", [True, False])
+def test_a_pidx_other_than_0_or_16_is_refused(px, argmax):
+    """By the dispatch's guard at any k (before anything is queued) and by the template itself
+    (never rendered as another PIDX), with the argmax by k-tile or without it."""
+    from pytropical_gpu.backends.wgpu import gemm, templating
+
+    kp = _big_tile(PIDX=px) if argmax else dict(gemm.TILE_ARGMAX, ARGMAX=False, PIDX=px)
+    for k in (0, 16, 4096):
+        with pytest.raises(ValueError, match=r"kp\['PIDX'\] must be 0 or 16 .*got " + re.escape(repr(px))):
+            gemm.make_dispatch(_Eng(), None, "gemm_tiled", kp, [], M, N, k)
+    with pytest.raises(ValueError, match=r"gemm_tiled: PIDX must be 0 or 16, got " + re.escape(repr(px))):
+        templating.render("gemm_tiled", **_code("min_plus", "float32").params(), **kp, HAS_C=False)
 
 
 def _ref(a, b, name, c=None):

@@ -28,7 +28,7 @@ $$ set FBIND = nb
 {$ include "gemm_facts.wgsl" $}
 $$ endif
 
-$$ if ARGMAX or TACC|default(0) == 2
+$$ if ARGMAX
 // strict improvement per lane (ties keep the smaller k, as the k loop runs upwards)
 fn better4(v: V, acc: V) -> vec4<bool> {
 $$ if ADD_OP == "min"
@@ -44,31 +44,26 @@ $$ endif
 fn pad_b() -> T { return {{ ONE }}; }
 $$ set AT = ARGMAX and AT|default(false)
 $$ set PAIR = ARGMAX and not AT
-{# TACC (benchmarks only, ARGMAX false; a template comment, so the library's shaders stay byte for
-   byte as before): AT's tile accumulator without the index, each k-tile's ⊕ folded into the result
-   by ⊕ (1), or by AT's compare and select without the index's select (2); either equals the plain
-   GEMM for min/max ⊕: what the tile value costs apart from the index (wgpu_gemm_notes.md, s7). #}
-$$ set TA = AT or (not ARGMAX and TACC|default(0) in (1, 2))
-{# PIDX (AT; 8 or 16; the library takes 16 where gemm_passes.argmax_pidx allows, 8 is for
-   benchmarks only): the k-tile indices packed PIDX bits each, four (8) or two
-   (16) outputs an u32: 16 (32) registers for the 8x8 tile's 64 indices instead of 64, updated from
-   the fold's compare with a mask. The field holds the k-tile t itself (8 bits: t < 256, k <= 4096
-   at BK 16); "no k-tile improved" (I = -1) is read at the store from the result: acc still equals
-   the zero exactly when no tile was strictly better (the zero is ⊕'s identity, so any improvement
-   moves acc off it for good). Where the k-tiles outnumber the field, I is -2 everywhere. #}
+{# PIDX (AT; 16 or 0, gemm_passes.argmax_pidx says where the library takes 16): the k-tile indices
+   packed 16 bits each, two outputs an u32: 32 registers for the 8x8 tile's 64 indices instead of
+   64, updated from the fold's compare with a mask. The field holds the k-tile t itself (t < 2^16,
+   k <= 2^20 at BK 16); "no k-tile improved" (I = -1) is read at the store from the result: acc
+   still equals the zero exactly when no tile was strictly better (the zero is ⊕'s identity, so any
+   improvement moves acc off it for good). Where the k-tiles outnumber the field, I is -2
+   everywhere (gemm_passes.check_pidx never queues that). Until session 8 PIDX 8 (four indices an
+   u32) and TACC (AT's tile accumulator without the index) were benchmark-only options: the s7 and
+   s8 runs that used them render at commit 41db6f3 (wgpu_gemm_notes.md, "Session 8 (s8tpl)"). #}
+$$ if PIDX|default(0) is not integer or PIDX|default(0) not in (0, 16)
+$$ set _ = fail("gemm_tiled: PIDX must be 0 or 16, got %r (PIDX 8 is at commit 41db6f3 only)" % (PIDX,))
+$$ endif
 $$ set PX = PIDX|default(0) if AT else 0
 $$ if PX
-$$ set PXW = "u32" if PX == 8 else "vec2<u32>"
 // PIDX: the packed k-tile indices of one vec4 of outputs -> the I values of the unpacked kernel
-// (-1: no k-tile improved on the zero; -2: more k-tiles than the {{ PX }}-bit field holds)
-fn pidx_unpack(w: {{ PXW }}, acc: V, ntiles: u32) -> vec4<i32> {
-$$ if PX == 8
-    let t = vec4<i32>((vec4<u32>(w) >> vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(0xFFu));
-$$ else
+// (-1: no k-tile improved on the zero; -2: more k-tiles than the 16-bit field holds)
+fn pidx_unpack(w: vec2<u32>, acc: V, ntiles: u32) -> vec4<i32> {
     let t = vec4<i32>((vec4<u32>(w.xx, w.yy) >> vec4<u32>(0u, 16u, 0u, 16u)) & vec4<u32>(0xFFFFu));
-$$ endif
     let r = select(t, vec4<i32>(-1i), acc == V(zero()));
-    return select(r, vec4<i32>(-2i), ntiles > {{ 2 ** PX }}u);
+    return select(r, vec4<i32>(-2i), ntiles > 65536u);
 }
 $$ endif
 $$ set NTX = BN // TN
@@ -196,9 +191,9 @@ $$ if PAIR
 $$ endif
 $$ for i in range(TM)
 $$ for j in range(TN4)
-$$ if TA and kk == 0
+$$ if AT and kk == 0
             tacc_{{ i }}_{{ j }} = mul4(a{{ i }}, b{{ j }});
-$$ elif TA
+$$ elif AT
             tacc_{{ i }}_{{ j }} = add4(tacc_{{ i }}_{{ j }}, mul4(a{{ i }}, b{{ j }}));
 $$ elif PAIR
             {
@@ -216,10 +211,7 @@ $$ endfor
 $$ endfor
 $$ if AT
         {
-$$ if PX == 8
-            // PIDX 8: t in every byte; a lane's byte replaced where its compare holds
-            let kt = t * 0x01010101u;
-$$ elif PX == 16
+$$ if PX
             let kt = vec2<u32>(t * 0x00010001u);
 $$ else
             let kt = vec4<i32>(i32(t));
@@ -229,11 +221,7 @@ $$ for j in range(TN4)
             {
                 let bt = better4(tacc_{{ i }}_{{ j }}, acc_{{ i }}_{{ j }});
                 acc_{{ i }}_{{ j }} = select(acc_{{ i }}_{{ j }}, tacc_{{ i }}_{{ j }}, bt);
-$$ if PX == 8
-                let m = select(vec4<u32>(0u), vec4<u32>(0xFFu, 0xFF00u, 0xFF0000u, 0xFF000000u), bt);
-                let mm = (m.x | m.y) | (m.z | m.w);
-                pidx_{{ i }}_{{ j }} = (pidx_{{ i }}_{{ j }} & ~mm) | (kt & mm);
-$$ elif PX == 16
+$$ if PX
                 let m = select(vec4<u32>(0u), vec4<u32>(0xFFFFu, 0xFFFF0000u, 0xFFFFu, 0xFFFF0000u), bt);
                 let mm = m.xz | m.yw;
                 pidx_{{ i }}_{{ j }} = (pidx_{{ i }}_{{ j }} & ~mm) | (kt & mm);
@@ -244,16 +232,6 @@ $$ endif
 $$ endfor
 $$ endfor
         }
-$$ elif TA
-$$ for i in range(TM)
-$$ for j in range(TN4)
-$$ if TACC == 2
-        acc_{{ i }}_{{ j }} = select(acc_{{ i }}_{{ j }}, tacc_{{ i }}_{{ j }}, better4(tacc_{{ i }}_{{ j }}, acc_{{ i }}_{{ j }}));
-$$ else
-        acc_{{ i }}_{{ j }} = add4(acc_{{ i }}_{{ j }}, tacc_{{ i }}_{{ j }});
-$$ endif
-$$ endfor
-$$ endfor
 $$ endif
 $$- endmacro
 
@@ -270,11 +248,11 @@ $$ for i in range(TM)
 $$ for j in range(TN4)
     var acc_{{ i }}_{{ j }} = V(zero());
 $$ if PX
-    var pidx_{{ i }}_{{ j }} = {{ PXW }}(0u);
+    var pidx_{{ i }}_{{ j }} = vec2<u32>(0u);
 $$ elif ARGMAX
     var idx_{{ i }}_{{ j }} = vec4<i32>(-1i);
 $$ endif
-$$ if TA
+$$ if AT
     var tacc_{{ i }}_{{ j }}: V;
 $$ endif
 $$ endfor

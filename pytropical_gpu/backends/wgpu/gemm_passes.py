@@ -53,6 +53,7 @@ SPLIT_MIN_WORK = 1 << 26
 #: ``wgsl/gemm_tiled.wgsl``: 32 registers for the 8x8 tile's 64 indices, not 64); the rule:
 #: :func:`argmax_pidx`. s7, H200 4096^3 f32 min_plus / max_plus: first pass 6.824 / 6.775 ms against
 #: 7.007 / 6.964 unpacked, whole argmax 0.861 / 0.867 of the same tile without argmax; 0: off
+#: (the template renders 16 or 0 only: :func:`check_pidx`)
 ARGMAX_PIDX = 16
 
 
@@ -74,10 +75,16 @@ def argmax_pidx(code, k: int, bk: int) -> int:
 
 
 def check_pidx(kp: dict, k: int) -> None:
-    """Refuse a first pass whose k-tiles outnumber its ``PIDX`` field (it would write I = -2):
-    :func:`argmax_pidx` never hands such parameters out; this is the guard against a caller that
-    forces them (called by every ``gemm_tiled`` dispatch, before anything is queued)."""
-    px = kp.get("PIDX", 0) if kp.get("AT") and kp.get("ARGMAX") else 0
+    """Refuse a first pass ``gemm_tiled`` cannot run exactly (called by every ``gemm_tiled``
+    dispatch, before anything is queued): a ``PIDX`` other than 0 or 16 (:class:`ValueError`; the
+    template renders no other since PIDX 8 was removed in session 8), or k-tiles that outnumber
+    the field (:class:`RuntimeError`: it would write I = -2). :func:`argmax_pidx` never hands such
+    parameters out; this is the guard against a caller that forces them."""
+    px = kp.get("PIDX", 0)
+    if type(px) is not int or px not in (0, 16):
+        raise ValueError(f"gemm_tiled: kp['PIDX'] must be 0 or 16 (bits a packed k-tile index), "
+                         f"got {px!r}")
+    px = px if kp.get("AT") and kp.get("ARGMAX") else 0
     if px and -(-k // kp["BK"]) > 1 << px:
         raise RuntimeError(f"gemm_tiled: PIDX {px} holds {1 << px} k-tiles, k={k} has "
                            f"{-(-k // kp['BK'])} (argmax_pidx would not pack them)")

@@ -2,7 +2,8 @@
 
 A template is a file ``wgsl/<name>.wgsl`` loaded through :func:`pytropical_gpu.shaders.load_source`;
 a parameter the template uses but the caller did not give is an error (``StrictUndefined``), never
-empty text. Helpers for exact WGSL literals of numpy scalars live here too.
+empty text; a template refuses a parameter value it does not render with ``fail("...")``
+(:class:`ValueError`). Helpers for exact WGSL literals of numpy scalars live here too.
 """
 
 from __future__ import annotations
@@ -17,13 +18,20 @@ from ...shaders import load_source
 WGSL_TYPES = {"float32": "f32", "int32": "i32", "uint32": "u32"}
 
 
+def _fail(message: str):
+    """A template's refusal of parameters it does not render (``fail("...")`` in the template)."""
+    raise ValueError(message)
+
+
 @functools.lru_cache(maxsize=1)
 def _env() -> jinja2.Environment:
-    return jinja2.Environment(
+    env = jinja2.Environment(
         block_start_string="{$", block_end_string="$}", variable_start_string="{{",
         variable_end_string="}}", line_statement_prefix="$$", undefined=jinja2.StrictUndefined,
         trim_blocks=True, lstrip_blocks=True, autoescape=False, keep_trailing_newline=True,
         loader=jinja2.FunctionLoader(lambda name: load_source("wgsl", name)))
+    env.globals["fail"] = _fail
+    return env
 
 
 @functools.cache
