@@ -343,7 +343,8 @@ template <bool MAX> struct PlusDpxR : PlusDpx<MAX, true> {
 typedef PlusDpxR<true> MaxPlusDpxR;
 typedef PlusDpxR<false> MinPlusDpxR;
 // E / RE: W and R with the argmax epilogue's search in groups of G terms loaded at once
-// (kArgGroup; bench-only, gemm_cuda_notes.md session 8 s8i32): the default search costs each
+// (kArgGroup; gemm_cuda_notes.md session 8 s8i32; RE with G 4 is "dpxw_small_arg", E and RE's
+// other G bench-only): the default search costs each
 // thread ~16 x 8.5 dependent memory round trips after its k-loop, while its SM holds only the
 // other block.
 template <bool MAX, int G = 4> struct PlusDpxE : PlusDpx<MAX, true> {
