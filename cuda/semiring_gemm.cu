@@ -123,6 +123,12 @@ template <typename T, class D> struct Base {
   static constexpr bool kMask = false;
   // kRunArg: argmax keeps one running ⊕ (no chunk accumulator; see sr_gemm's chunk and PlusDpxR)
   static constexpr bool kRunArg = false;
+  // kArgGroup: how sr_gemm's argmax epilogue finds the first k of the winning chunk. 0: a loop
+  // over the chunk's terms, one dependent load pair a term until the first match, output after
+  // output. G > 0: every output's value and c first, then the searches in a rolled loop that loads
+  // G terms at once (chunk_first). -1: no search, the index is the chunk's start (a bench's
+  // diagnostic only: not the contract's index). Bench-only so far (PlusDpxE / PlusDpxRE).
+  static constexpr int kArgGroup = 0;
   __device__ __forceinline__ static bool mask_ok(T) { return true; }
   __device__ __forceinline__ static T mask_of(T x) { return x; }
   __device__ __forceinline__ static T fma2_mask(T acc, T a0, T b0, T, T, T a1, T b1, T, T, T) {
@@ -336,6 +342,21 @@ template <bool MAX> struct PlusDpxR : PlusDpx<MAX, true> {
 };
 typedef PlusDpxR<true> MaxPlusDpxR;
 typedef PlusDpxR<false> MinPlusDpxR;
+// E / RE: W and R with the argmax epilogue's search in groups of G terms loaded at once
+// (kArgGroup; gemm_cuda_notes.md session 8 s8i32; RE with G 4 is "dpxw_small_arg", E and RE's
+// other G bench-only): the default search costs each
+// thread ~16 x 8.5 dependent memory round trips after its k-loop, while its SM holds only the
+// other block.
+template <bool MAX, int G = 4> struct PlusDpxE : PlusDpx<MAX, true> {
+  static constexpr int kArgGroup = G;
+};
+template <bool MAX, int G = 4> struct PlusDpxRE : PlusDpxR<MAX> {
+  static constexpr int kArgGroup = G;
+};
+typedef PlusDpxE<true> MaxPlusDpxE;
+typedef PlusDpxE<false> MinPlusDpxE;
+typedef PlusDpxRE<true> MaxPlusDpxRE;
+typedef PlusDpxRE<false> MinPlusDpxRE;
 
 // ---------------------------------------------------------------------------- vector loads
 // 4 consecutive elements; the caller guarantees 16-byte alignment.
@@ -576,6 +597,41 @@ __device__ __forceinline__ bool slab_store(const typename SR::type (&ra)[LA][4],
   return ok;
 }
 
+// kArgGroup G > 0: the first k in [w, min(w + N, ke)) whose term equals v (-1 if none), G terms a
+// memory round trip: A's G terms as 16-byte loads where vec and the group lies inside ke (w is a
+// multiple of 4: kb and the chunks are whole slabs), B's as G independent loads; an index beyond
+// ke is clamped for the load and its term never matches.
+template <class SR, int N, int G>
+__device__ __forceinline__ int chunk_first(const typename SR::type* __restrict__ A,
+                                           const typename SR::type* __restrict__ B, i64 row, i64 col,
+                                           i64 k, i64 n, i64 w, i64 ke, typename SR::type v, int vec) {
+  typedef typename SR::type T;
+  static_assert(N % G == 0, "whole groups");
+  const T* a = A + row * k;
+#pragma unroll 1
+  for (int g = 0; g < N; g += G) {
+    const i64 k0 = w + g;
+    if (k0 >= ke) break;
+    T av[G];
+    if (G % 4 == 0 && vec && k0 + G <= ke) {
+#pragma unroll
+      for (int c = 0; c < G; c += 4) V4<T>::load(a + k0 + c, av + c);
+    } else {
+#pragma unroll
+      for (int t = 0; t < G; ++t) av[t] = a[k0 + t < ke ? k0 + t : ke - 1];
+    }
+    int id = -1;
+#pragma unroll
+    for (int t = G - 1; t >= 0; --t) {
+      const i64 kk = k0 + t < ke ? k0 + t : ke - 1;
+      if (k0 + t < ke && SR::mul(SR::load_map(av[t]), SR::load_map(B[kk * n + col])) == v)
+        id = (int)(k0 + t);
+    }
+    if (id >= 0) return id;
+  }
+  return -1;
+}
+
 template <class SR, int BM, int BN, int BK, int TM, int TN, int MINB, bool ARG, int AK = 16,
           bool HOT = ARG && sizeof(typename SR::type) == 4>
 __global__ void __launch_bounds__((BM / TM) * (BN / TN), MINB)
@@ -734,38 +790,71 @@ sr_gemm(const typename SR::type* __restrict__ A, const typename SR::type* __rest
     for (; k0 < ke && mode == 1; k0 += BK) chunk(k0, Flag<true>());
   for (; k0 < ke; k0 += AP * BK) chunk(k0, Flag<false>());
 
+  if constexpr (ARG && SR::kArgGroup != 0) {  // values first, then the searches (kArgGroup)
+    int wl[TM * TN];  // the chunk to search, or -1; indexed at run time, so in local memory
+    T vl[TM * TN];
 #pragma unroll
-  for (int i = 0; i < TM; ++i) {
-    const i64 row = m0 + (i / 4) * SM + ty * 4 + (i % 4);
-    if (row >= m) continue;
+    for (int i = 0; i < TM; ++i)
 #pragma unroll
-    for (int j = 0; j < TN; ++j) {
-      const i64 col = n0 + (j / 4) * SN + tx * 4 + (j % 4);
-      if (col >= n) continue;
-      T v = acc[i][j];
-      int id = -1;
-      if constexpr (ARG) {
-        const i64 w = win[i][j];
-        if (w >= 0) {  // the first k of the winning chunk whose term equals the best
-          const i64 we = w + AP * BK < ke ? w + AP * BK : ke;
-          for (i64 kk = w; kk < we; ++kk) {
-            const T p = SR::mul(SR::load_map(A[row * k + kk]), SR::load_map(B[kk * n + col]));
-            if (p == v) {
-              v = p;
-              id = (int)kk;
-              break;
+      for (int j = 0; j < TN; ++j) {
+        const int q = i * TN + j;
+        const i64 row = m0 + (i / 4) * SM + ty * 4 + (i % 4), col = n0 + (j / 4) * SN + tx * 4 + (j % 4);
+        wl[q] = -1;
+        vl[q] = acc[i][j];
+        if (row >= m || col >= n) continue;
+        T v = SR::store_map(acc[i][j]);
+        bool keep = win[i][j] >= 0;
+        if (C) {
+          const T cv = C[row * n + col];
+          keep = keep && SR::better(v, cv);
+          v = SR::add(cv, v);
+        }
+        D[row * n + col] = v;
+        if (SR::kArgGroup > 0 && keep) wl[q] = win[i][j];
+        else IDX[row * n + col] = keep ? win[i][j] : -1;
+      }
+#pragma unroll 1
+    for (int q = 0; q < TM * TN; ++q) {
+      if (wl[q] < 0) continue;
+      const int i = q / TN, j = q % TN;
+      const i64 row = m0 + (i / 4) * SM + ty * 4 + (i % 4), col = n0 + (j / 4) * SN + tx * 4 + (j % 4);
+      constexpr int G = SR::kArgGroup > 0 ? SR::kArgGroup : 1;
+      IDX[row * n + col] = chunk_first<SR, AP * BK, G>(A, B, row, col, k, n, wl[q], ke, vl[q], vec);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+      const i64 row = m0 + (i / 4) * SM + ty * 4 + (i % 4);
+      if (row >= m) continue;
+#pragma unroll
+      for (int j = 0; j < TN; ++j) {
+        const i64 col = n0 + (j / 4) * SN + tx * 4 + (j % 4);
+        if (col >= n) continue;
+        T v = acc[i][j];
+        int id = -1;
+        if constexpr (ARG) {
+          const i64 w = win[i][j];
+          if (w >= 0) {  // the first k of the winning chunk whose term equals the best
+            const i64 we = w + AP * BK < ke ? w + AP * BK : ke;
+            for (i64 kk = w; kk < we; ++kk) {
+              const T p = SR::mul(SR::load_map(A[row * k + kk]), SR::load_map(B[kk * n + col]));
+              if (p == v) {
+                v = p;
+                id = (int)kk;
+                break;
+              }
             }
           }
         }
+        v = SR::store_map(v);
+        if (C) {
+          const T cv = C[row * n + col];
+          if (ARG && !SR::better(v, cv)) id = -1;
+          v = SR::add(cv, v);
+        }
+        D[row * n + col] = v;
+        if (ARG) IDX[row * n + col] = id;
       }
-      v = SR::store_map(v);
-      if (C) {
-        const T cv = C[row * n + col];
-        if (ARG && !SR::better(v, cv)) id = -1;
-        v = SR::add(cv, v);
-      }
-      D[row * n + col] = v;
-      if (ARG) IDX[row * n + col] = id;
     }
   }
 }

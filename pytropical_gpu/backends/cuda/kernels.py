@@ -163,8 +163,10 @@ def gemm_spec(sr: Semiring, dtype: np.dtype) -> ModuleSpec:
             names.update({k: v for k, v in _gemm_names(dpx, 4, False, "dpx_", variants=True, small_k=False,
                                                          big3=True).items() if "combine" not in k})
             names["range_check"] = "ptg::dpx_range_check"
-            # no zero and |x| < 2^30 (the facts say so): DPX with identity maps ("dpxw_")
-            names.update({"dpxw_" + t: _gemm_expr(dpx + "W", t, t.endswith("_arg"))
+            # no zero and |x| < 2^30 (the facts say so): DPX with identity maps ("dpxw_"); argmax
+            # with the running best and the grouped epilogue search (RE, gemm_cuda_notes s8i32)
+            names.update({"dpxw_" + t: _gemm_expr(dpx + ("RE" if t.endswith("_arg") else "W"), t,
+                                                  t.endswith("_arg"))
                           for t in ("big3", "small", "small_arg")})
         return ModuleSpec(f"gemm:{sr.name}:{dtype.name}", "semiring_gemm.cu", names)
     if not (sr.cuda_add and sr.cuda_mul):
