@@ -49,16 +49,17 @@ template <class F, int S> struct Scan : F { static constexpr int kScan = S; };
 """
 ARG, PLAIN = [(T, True)], [(T, True), (T, False)]
 #: label -> (semiring, functor, exact with the zero, [(cfg, arg)]); "... scanN" is timed against
-#: its library kernel (the label without " scanN") and that kernel's tile without argmax
+#: its library kernel (the label without " scanN") and that kernel's tile without argmax; the
+#: library kernels as ``Scan<F, 0>`` (the serial scan) whatever F's own kScan
 CASES = {
-    "max_times zn": ("max_times", "ptg::MaxTimes<float>", True, PLAIN),
+    "max_times zn": ("max_times", "ptg::Scan<ptg::MaxTimes<float>, 0>", True, PLAIN),
     "max_times zn scan2": ("max_times", "ptg::Scan<ptg::MaxTimes<float>, 2>", True, ARG),
     "max_times zn scan1": ("max_times", "ptg::Scan<ptg::MaxTimes<float>, 1>", True, ARG),
-    "min_times zn": ("min_times", "ptg::MinTimes<float>", True, PLAIN),
+    "min_times zn": ("min_times", "ptg::Scan<ptg::MinTimes<float>, 0>", True, PLAIN),
     "min_times zn scan2": ("min_times", "ptg::Scan<ptg::MinTimes<float>, 2>", True, ARG),
-    "max_times nz": ("max_times", "ptg::MaxTimesNZ<float>", False, PLAIN),
+    "max_times nz": ("max_times", "ptg::Scan<ptg::MaxTimesNZ<float>, 0>", False, PLAIN),
     "max_times nz scan2": ("max_times", "ptg::Scan<ptg::MaxTimesNZ<float>, 2>", False, ARG),
-    "min_plus": ("min_plus", "ptg::MinPlus<float>", True, PLAIN),
+    "min_plus": ("min_plus", "ptg::Scan<ptg::MinPlus<float>, 0>", True, PLAIN),
     "min_plus scan2": ("min_plus", "ptg::Scan<ptg::MinPlus<float>, 2>", True, ARG),
 }
 #: checked shapes (m, k, n, split parts): k % 4 != 0 (scalar scan), partial last chunks, split k
@@ -186,6 +187,13 @@ def main(argv=None) -> int:
                 timed(base, False, s, kind)
             for v in variants:
                 timed(base + v, True, s, kind)
+        # the library path (facts pass included; whatever kScan the library's functor has)
+        a, b = operands("max_times", "every", s)
+        t = timer(lambda a=a, b=b: tg.matmul(a[0], b[0], "max_times", return_argmax=True, backend="cuda"),
+                  5 if s >= 8192 else 7, inner=1 if s >= 8192 else 3)
+        rows.append({"op": "max_times tg.matmul argmax", "config": "library", "size": f"{s}^3",
+                     "operands": "every", "s": t, "TOPS": 2 * s**3 / t / 1e12})
+        log(f"max_times tg.matmul argmax     {s}^3 every  {t * 1e3:9.3f} ms {2 * s**3 / t / 1e12:6.2f} TOPS")
         timed("max_times zn", True, s, "every")  # drift
         timed("max_times zn scan2", True, s, "every")
         outs.clear()
