@@ -72,6 +72,9 @@ def main(argv=None) -> int:
     p.add_argument("--json", default="gemm_s8t.json")
     p.add_argument("--workers", type=int, default=16)
     p.add_argument("--quick", action="store_true", help="1024³ and 2048³ only (a smoke test)")
+    p.add_argument("--time-failed", action="store_true",
+                   help="time a variant even where a check failed (the failure stays in the JSON and "
+                        "the exit status); for a check that fails for the baseline kernel too")
     args = p.parse_args(argv)
     import cupy as cp
 
@@ -122,6 +125,10 @@ def main(argv=None) -> int:
                                           "ks": ks, "c": use_c, "ok": ok})
                     if not ok:
                         log(f"CHECK FAILED {label} {rl} {kind} {m}x{k}x{n} ks={ks} c={use_c}")
+                        if (label, rl) not in failed:  # the first failure's arrays, for a look
+                            np.savez(f"{args.json}.{len(failed)}.npz", a=a, b=b, want=want, widx=widx,
+                                     got=got, idx=idx.get()[0] if arg else widx,
+                                     **({} if c is None else {"c": c}))
                         failed.add((label, rl))
     log(f"checks: {len(out['checks'])} in {time.perf_counter() - t0:.1f} s, failed: {sorted(failed)}")
     save()
@@ -144,7 +151,7 @@ def main(argv=None) -> int:
 
     def timed(label, arg, s, kind):
         rl = tile_name("s8t", T, arg)
-        if (label, rl) in failed:
+        if (label, rl) in failed and not args.time_failed:
             return
         name = CASES[label][0]
         a, b = operands(name, kind, s)
