@@ -35,7 +35,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
-from _gemm_run import compile_all, run_record, split_plan, tile_name, tile_specs  # noqa: E402
+from _gemm_run import check_run, compile_all, run_record, split_plan, tile_name, tile_specs  # noqa: E402
 from bench_gemm_cuda_s4b import float_operands  # noqa: E402
 from bench_gemm_sweep import baselines  # noqa: E402
 from reference import ref_matmul  # noqa: E402
@@ -128,18 +128,13 @@ def main(argv=None) -> int:
                     a, b, c, want, widx = cache[key]
                     d, idx = run_tile(spec, rl, cp.asarray(a)[None], cp.asarray(b)[None],
                                       None if c is None else cp.asarray(c)[None], arg, ks, k)
-                    got = d.get()[0]
-                    ok = bool(np.array_equal(got.view(np.uint32), want.view(np.uint32)))
-                    ok = ok and (not arg or bool(np.array_equal(idx.get()[0], widx)))
-                    out["checks"].append({"case": label, "role": rl, "kind": kind, "shape": [m, k, n],
-                                          "ks": ks, "c": use_c, "ok": ok})
-                    if not ok:
-                        log(f"CHECK FAILED {label} {rl} {kind} {m}x{k}x{n} ks={ks} c={use_c}")
-                        if (label, rl) not in failed:  # the first failure's arrays, for a look
-                            np.savez(f"{args.json}.{len(failed)}.npz", a=a, b=b, want=want, widx=widx,
-                                     got=got, idx=idx.get()[0] if arg else widx,
-                                     **({} if c is None else {"c": c}))
-                        failed.add((label, rl))
+                    nf = len(failed)
+                    check_run(out, failed, log, {"case": label, "role": rl, "kind": kind,
+                                                 "shape": [m, k, n], "ks": ks, "c": use_c},
+                              d, idx, want, widx if arg else None, bits=True)
+                    if len(failed) > nf:  # the variant's first failure: its arrays, for a look
+                        np.savez(f"{args.json}.{nf}.npz", a=a, b=b, want=want, widx=widx, got=d.get()[0],
+                                 idx=idx.get()[0] if arg else widx, **({} if c is None else {"c": c}))
     log(f"checks: {len(out['checks'])} in {time.perf_counter() - t0:.1f} s, failed: {sorted(failed)}")
     save()
 
