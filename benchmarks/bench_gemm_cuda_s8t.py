@@ -199,7 +199,7 @@ def main(argv=None) -> int:
                 timed(base, False, s, kind)
             for v in variants:
                 timed(base + v, True, s, kind)
-        # the library path (facts pass included; whatever kScan the library's functor has)
+        # the library path (facts pass included)
         a, b = operands("max_times", "every", s)
         t = timer(lambda a=a, b=b: tg.matmul(a[0], b[0], "max_times", return_argmax=True, backend="cuda"),
                   5 if s >= 8192 else 7, inner=1 if s >= 8192 else 3)
