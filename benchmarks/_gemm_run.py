@@ -1,6 +1,6 @@
-"""What the CUDA GEMM benches (sessions 4 to 6) set up before their checks, in one place: the
-run's record and timer, the bench's tile modules and their timed compile, and the split-k plan a
-tile role is checked with.
+"""What the CUDA GEMM benches (sessions 4 to 8) set up before their checks, in one place: the
+run's record and timer, the bench's tile modules and their timed compile, the split-k plan a
+tile role is checked with, and one check of a tile's output against its reference.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import json
 import time
 from pathlib import Path
 
+import numpy as np
 from bench_gemm_sweep import Timer, precompile
 
 from pytropical_gpu.backends.cuda import gemm_launch, kernels
@@ -75,4 +76,28 @@ def split_plan(role, k, ks):
     return gemm_launch.Plan("tile", role, -(-k // kc), kc)
 
 
-__all__ = ["compile_all", "run_record", "split_plan", "tile_name", "tile_specs"]
+def check_run(out, failed, log, record, d, idx, want, widx, bits=False):
+    """One check: a tile's batch-1 output ``d`` (device array) against the reference ``want``, bit
+    for bit where ``bits`` (float: ±0, NaN payloads), else by value, and where ``widx`` is not None
+    (an argmax run) its index ``idx`` against ``widx``. ``record`` (the bench's JSON keys, in order:
+    two naming the variant, then "kind", "shape" [m, k, n], "ks", "c") goes to ``out["checks"]``
+    with "ok" last; a failure is logged as "CHECK FAILED" and those values, and the variant (the
+    record's first two values) added to ``failed``. Returns ok."""
+    got = d.get()[0]
+    if bits:
+        u = np.dtype(f"u{want.itemsize}")
+        ok = bool(np.array_equal(got.view(u), want.view(u)))
+    else:
+        ok = bool(np.array_equal(got, want))
+    ok = ok and (widx is None or bool(np.array_equal(idx.get()[0], widx)))
+    out["checks"].append({**record, "ok": ok})
+    if not ok:
+        variant = tuple(record.values())[:2]
+        m, k, n = record["shape"]
+        log(f"CHECK FAILED {variant[0]} {variant[1]} {record['kind']} {m}x{k}x{n} ks={record['ks']} "
+            f"c={record['c']}")
+        failed.add(variant)
+    return ok
+
+
+__all__ = ["check_run", "compile_all", "run_record", "split_plan", "tile_name", "tile_specs"]

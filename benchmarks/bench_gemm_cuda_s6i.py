@@ -33,7 +33,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
-from _gemm_run import run_record, split_plan  # noqa: E402
+from _gemm_run import check_run, run_record, split_plan  # noqa: E402
 from bench_gemm_cuda_s2 import int_operands  # noqa: E402
 from bench_gemm_sweep import _compile, baselines  # noqa: E402
 from ref_int_plus import ref_plus, wide_operands  # noqa: E402
@@ -172,13 +172,9 @@ def main(argv=None) -> int:
                     a, b, c, want, widx = inputs(name, kind, m, k, n, use_c)
                     d, idx = run_tile(spec, role, cp.asarray(a)[None], cp.asarray(b)[None],
                                       None if c is None else cp.asarray(c)[None], arg, ks, k)
-                    ok = bool(np.array_equal(d.get()[0], want)) and (
-                        not arg or bool(np.array_equal(idx.get()[0], widx)))
-                    out["checks"].append({"name": name, "role": role, "kind": kind, "shape": [m, k, n],
-                                          "ks": ks, "c": use_c, "ok": ok})
-                    if not ok:
-                        log(f"CHECK FAILED {name} {role} {kind} {m}x{k}x{n} ks={ks} c={use_c}")
-                        failed.add((name, role))
+                    check_run(out, failed, log, {"name": name, "role": role, "kind": kind,
+                                                 "shape": [m, k, n], "ks": ks, "c": use_c},
+                              d, idx, want, widx if arg else None)
     log(f"checks: {len(out['checks'])} runs in {time.perf_counter() - t0:.1f} s, failed: {sorted(failed)}")
     save()
 

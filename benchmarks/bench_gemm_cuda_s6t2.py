@@ -25,7 +25,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_gemm_cuda_s6t as s6t  # noqa: E402
-from _gemm_run import run_record, split_plan  # noqa: E402
+from _gemm_run import check_run, run_record, split_plan  # noqa: E402
 from bench_gemm_cuda_s4b import float_operands  # noqa: E402
 from bench_gemm_sweep import precompile  # noqa: E402
 from reference import ref_matmul  # noqa: E402
@@ -107,13 +107,9 @@ def main(argv=None) -> int:
                     a, b, c, want, widx = cache[key]
                     d, idx = run_tile(spec, rl, cp.asarray(a)[None], cp.asarray(b)[None],
                                       None if c is None else cp.asarray(c)[None], arg, ks, k)
-                    ok = bool(np.array_equal(d.get()[0], want))
-                    ok = ok and (not arg or bool(np.array_equal(idx.get()[0], widx)))
-                    out["checks"].append({"case": label, "role": rl, "kind": kind, "shape": [m, k, n],
-                                          "ks": ks, "c": use_c, "ok": ok})
-                    if not ok:
-                        log(f"CHECK FAILED {label} {rl} {kind} {m}x{k}x{n} ks={ks} c={use_c}")
-                        failed.add((label, rl))
+                    check_run(out, failed, log, {"case": label, "role": rl, "kind": kind,
+                                                 "shape": [m, k, n], "ks": ks, "c": use_c},
+                              d, idx, want, widx if arg else None)
     log(f"checks: {len(out['checks'])} in {time.perf_counter() - t0:.1f} s, failed: {sorted(failed)}")
     save()
 

@@ -42,7 +42,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
-from _gemm_run import compile_all, run_record, split_plan, tile_specs  # noqa: E402
+from _gemm_run import check_run, compile_all, run_record, split_plan, tile_specs  # noqa: E402
 from bench_gemm_cuda_s6i import check_operands, zero_of  # noqa: E402
 from bench_gemm_cuda_s8i import ARG_T, LIB_ROLE, NAMES, extra_operands  # noqa: E402
 from bench_gemm_sweep import baselines  # noqa: E402
@@ -330,13 +330,9 @@ def main(argv=None) -> int:
                         d, idx = run_tile(name, tag, cp.asarray(a)[None], cp.asarray(b)[None],
                                           None if c is None else cp.asarray(c)[None], ks, k)
                         wi = wchunk if tag in DIAG else widx
-                        ok = bool(np.array_equal(d.get()[0], want)) and (
-                            not arg or bool(np.array_equal(idx.get()[0], wi)))
-                        out["checks"].append({"name": name, "tag": tag, "kind": kind, "shape": [m, k, n],
-                                              "ks": ks, "c": use_c, "ok": ok})
-                        if not ok:
-                            log(f"CHECK FAILED {name} {tag} {kind} {m}x{k}x{n} ks={ks} c={use_c}")
-                            failed.add((name, tag))
+                        check_run(out, failed, log, {"name": name, "tag": tag, "kind": kind,
+                                                     "shape": [m, k, n], "ks": ks, "c": use_c},
+                                  d, idx, want, wi if arg else None)
     log(f"checks: {len(out['checks'])} runs in {time.perf_counter() - t0:.1f} s, failed: {sorted(failed)}")
     save()
 

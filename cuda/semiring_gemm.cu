@@ -129,8 +129,6 @@ template <typename T, class D> struct Base {
   // G terms at once (chunk_first). -1: no search, the index is the chunk's start (a bench's
   // diagnostic only: not the contract's index). Bench-only so far (PlusDpxE / PlusDpxRE).
   static constexpr int kArgGroup = 0;
-  // kScan: the argmax epilogue's second pass; 0 the serial scan, 1 / 2 chunk_scan (bench-only)
-  static constexpr int kScan = 0;
   __device__ __forceinline__ static bool mask_ok(T) { return true; }
   __device__ __forceinline__ static T mask_of(T x) { return x; }
   __device__ __forceinline__ static T fma2_mask(T acc, T a0, T b0, T, T, T a1, T b1, T, T, T) {
@@ -634,42 +632,6 @@ __device__ __forceinline__ int chunk_first(const typename SR::type* __restrict__
   return -1;
 }
 
-// The argmax epilogue's second pass in one piece (SR::kScan != 0; bench-only, session 8): every
-// term of output (row, col)'s winning chunk [w, we) is loaded at once, with no early exit, so its
-// 2 (we - w) loads are in flight together, where the serial scan waits for one pair at a time (and
-// each warp for its slowest lane). v becomes the first term equal to it, the result is its k:
-// the serial scan's value and index. kScan 2: A's run as 16-byte loads (vec: k % 4 == 0, and w,
-// we are multiples of 4 then).
-template <class SR, int L>
-__device__ __forceinline__ int chunk_scan(const typename SR::type* __restrict__ A,
-                                          const typename SR::type* __restrict__ B, i64 row, i64 col,
-                                          i64 k, i64 n, i64 w, i64 we, int vec, typename SR::type& v) {
-  typedef typename SR::type T;
-  T a[L];
-  if (SR::kScan == 2 && vec) {
-#pragma unroll
-    for (int t = 0; t < L; t += 4)
-      if (w + t < we) V4<T>::load(A + row * k + w + t, a + t);
-  } else {
-#pragma unroll
-    for (int t = 0; t < L; ++t)
-      if (w + t < we) a[t] = A[row * k + w + t];
-  }
-  T pv = v;
-  int id = -1;
-#pragma unroll
-  for (int t = L - 1; t >= 0; --t)
-    if (w + t < we) {
-      const T p = SR::mul(SR::load_map(a[t]), SR::load_map(B[(w + t) * n + col]));
-      if (p == v) {
-        pv = p;
-        id = (int)(w + t);
-      }
-    }
-  v = pv;
-  return id;
-}
-
 template <class SR, int BM, int BN, int BK, int TM, int TN, int MINB, bool ARG, int AK = 16,
           bool HOT = ARG && sizeof(typename SR::type) == 4>
 __global__ void __launch_bounds__((BM / TM) * (BN / TN), MINB)
@@ -870,10 +832,7 @@ sr_gemm(const typename SR::type* __restrict__ A, const typename SR::type* __rest
         if (col >= n) continue;
         T v = acc[i][j];
         int id = -1;
-        if constexpr (ARG && SR::kScan != 0) {
-          const i64 w = win[i][j];
-          if (w >= 0) id = chunk_scan<SR, AP * BK>(A, B, row, col, k, n, w, w + AP * BK < ke ? w + AP * BK : ke, vec, v);
-        } else if constexpr (ARG) {
+        if constexpr (ARG) {
           const i64 w = win[i][j];
           if (w >= 0) {  // the first k of the winning chunk whose term equals the best
             const i64 we = w + AP * BK < ke ? w + AP * BK : ke;

@@ -9,6 +9,7 @@ import sys
 import types
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
@@ -80,3 +81,63 @@ def test_tile_specs_ak_is_the_last_template_argument(monkeypatch):
         "ptg::sr_gemm<ptg::MaxPlusDpxR, 64, 64, 16, 4, 4, 2, true, 32>")
     assert _gemm_run.tile_specs("t0", cases)[("mx", "t0_64_64_16_4_4_2_arg")].names[
         "t0_64_64_16_4_4_2_arg"].endswith("4, 4, 2, true>")
+
+
+class _Dev(np.ndarray):
+    """A host array standing for a device one: ``get()`` is the copy back."""
+
+    def get(self):
+        return np.array(self)
+
+
+def _dev(x):
+    return np.asarray(x)[None].view(_Dev)
+
+
+def _check(record, d, idx, want, widx, bits=False, failed=None):
+    out, logged, failed = {"checks": []}, [], set() if failed is None else failed
+    ok = _gemm_run.check_run(out, failed, logged.append, record, _dev(d), None if idx is None else _dev(idx),
+                             want, widx, bits)
+    return ok, out["checks"], logged, failed
+
+
+REC = {"name": "max_plus", "role": "s8i_run16", "kind": "ties", "shape": [5, 70, 3], "ks": 2, "c": True}
+
+
+def test_check_run_pass_appends_the_record_with_ok_last():
+    want = np.array([[1, -2], [3, 4]], np.int32)
+    ok, checks, logged, failed = _check(REC, want.copy(), np.array([[0, 5], [1, -1]], np.int32), want,
+                                        np.array([[0, 5], [1, -1]], np.int32))
+    assert ok is True and logged == [] and failed == set()
+    assert checks == [{**REC, "ok": True}] and list(checks[0]) == [*REC, "ok"]
+
+
+@pytest.mark.parametrize("what", ["value", "index"])
+def test_check_run_failure_logs_the_line_and_the_variant(what):
+    want, widx = np.array([[1, 2]], np.int32), np.array([[0, 3]], np.int32)
+    d = want + np.array([[0, what == "value"]], np.int32)
+    idx = widx + np.array([[what == "index", 0]], np.int32)
+    rec = {"case": "max_times zn", "tag": "t", "kind": "late", "shape": [9, 33, 130], "ks": 1, "c": False}
+    ok, checks, logged, failed = _check(rec, d, idx, want, widx, failed={("x", "y")})
+    assert ok is False and checks == [{**rec, "ok": False}]
+    assert logged == ["CHECK FAILED max_times zn t late 9x33x130 ks=1 c=False"]
+    assert failed == {("x", "y"), ("max_times zn", "t")}
+
+
+def test_check_run_without_widx_leaves_the_index_alone():
+    want = np.array([[7]], np.int32)
+    assert _check(REC, want, None, want, None)[0] is True
+    assert _check(REC, want, np.array([[9]], np.int32), want, None)[0] is True
+
+
+def test_check_run_bits_tells_signed_zeros_and_nan_payloads_apart():
+    z, nz = np.array([[0.0]], np.float32), np.array([[-0.0]], np.float32)
+    nan1 = np.array([[0x7FC00001]], np.uint32).view(np.float32)
+    nan2 = np.array([[0x7FC00002]], np.uint32).view(np.float32)
+    assert _check(REC, nz, None, z, None)[0] is True          # by value: -0 == +0
+    assert _check(REC, nz, None, z, None, bits=True)[0] is False
+    assert _check(REC, nan1, None, nan1, None)[0] is False    # by value NaN != NaN (as before)
+    assert _check(REC, nan1, None, nan1.copy(), None, bits=True)[0] is True
+    assert _check(REC, nan1, None, nan2, None, bits=True)[0] is False
+    i64 = np.array([[-1]], np.int64)  # 8-byte types compare as 8-byte words
+    assert _check(REC, i64, None, i64.copy(), None, bits=True)[0] is True

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from reference import ref_matmul
 
 from conftest import require_backend
-from reference import ref_matmul
 from pytropical_gpu import HybridContext
 from pytropical_gpu.backends import get_backend
 from pytropical_gpu.backends.wgpu import fastpath, stats
