@@ -127,7 +127,9 @@ template <typename T, class D> struct Base {
   // over the chunk's terms, one dependent load pair a term until the first match, output after
   // output. G > 0: every output's value and c first, then the searches in a rolled loop that loads
   // G terms at once (chunk_first). -1: no search, the index is the chunk's start (a bench's
-  // diagnostic only: not the contract's index). Bench-only so far (PlusDpxE / PlusDpxRE).
+  // diagnostic only: not the contract's index). PlusDpxRE (G 4) is the library's dpxw_small_arg
+  // since session 8; PlusDpxE, RE's other G and -1 are bench-only. Integer functors only: this path
+  // stores the accumulator's bits, where a float's ±0 tie would need the first term's (sr_gemm).
   static constexpr int kArgGroup = 0;
   __device__ __forceinline__ static bool mask_ok(T) { return true; }
   __device__ __forceinline__ static T mask_of(T x) { return x; }
@@ -331,7 +333,8 @@ typedef PlusDpx<true> MaxPlusDpx;
 typedef PlusDpx<false> MinPlusDpx;
 typedef PlusDpx<true, true> MaxPlusDpxW;
 typedef PlusDpx<false, true> MinPlusDpxW;
-// R: W with the running-best argmax (kRunArg; bench-only, not a library role: session 7's notes).
+// R: W with the running-best argmax (kRunArg; session 7's notes). Alone bench-only; the library's
+// dpxw_small_arg runs it as RE (below).
 // The k-loop folds every term into acc with the DPX instruction (no chunk accumulator, so no ⊕ of
 // it into acc a chunk: that ⊕ is the next chunk's first DPX term); a chunk ends with acc compared
 // to its value at the chunk's start (kept in sacc), and the chunk is remembered when acc grew.
@@ -599,8 +602,8 @@ __device__ __forceinline__ bool slab_store(const typename SR::type (&ra)[LA][4],
 
 // kArgGroup G > 0: the first k in [w, min(w + N, ke)) whose term equals v (-1 if none), G terms a
 // memory round trip: A's G terms as 16-byte loads where vec and the group lies inside ke (w is a
-// multiple of 4: kb and the chunks are whole slabs), B's as G independent loads; an index beyond
-// ke is clamped for the load and its term never matches.
+// multiple of 4: kb and the chunks are whole slabs), B's as G independent loads; beyond ke, A's
+// scalar load is clamped to ke - 1, B is not read and the term never matches.
 template <class SR, int N, int G>
 __device__ __forceinline__ int chunk_first(const typename SR::type* __restrict__ A,
                                            const typename SR::type* __restrict__ B, i64 row, i64 col,
@@ -791,6 +794,8 @@ sr_gemm(const typename SR::type* __restrict__ A, const typename SR::type* __rest
   for (; k0 < ke; k0 += AP * BK) chunk(k0, Flag<false>());
 
   if constexpr (ARG && SR::kArgGroup != 0) {  // values first, then the searches (kArgGroup)
+    static_assert(!IsFloat<T>::value, "kArgGroup stores acc's bits: a float's ±0 tie needs the "
+                                      "first matching term's (the serial path below)");
     int wl[TM * TN];  // the chunk to search, or -1; indexed at run time, so in local memory
     T vl[TM * TN];
 #pragma unroll

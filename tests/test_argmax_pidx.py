@@ -217,3 +217,31 @@ def test_big_tile_argmax_eager_equals_batch(backend, rng, monkeypatch, name, n, 
         for got, exp in ((d, want), (i, want_i), (ctx.to_host(ld), want), (ctx.to_host(li), want_i)):
             np.testing.assert_array_equal(ctx.to_host(got), exp)
     assert backend != "wgpu" or seen.count(16) == 2 * len(cs)
+
+
+@pytest.mark.parametrize(("name", "dtype"), [("min_plus", "float32"), ("max_plus", "int32")])
+def test_big_tile_packed_indices_beyond_k_tile_255(backend, rng, monkeypatch, name, dtype):
+    """k-tile indices that need the field's high bits (k-tiles 255-259: bit 8 set in both halves of
+    the u32), on a small shape forced onto the big tile: each row's unique best planted in one
+    k-tile (the other tests' k stay under 3 k-tiles, so an 8-bit field would pass them)."""
+    if backend != "wgpu":
+        pytest.skip("the packed field is the wgpu big tile's")
+    from pytropical_gpu.backends.wgpu import gemm
+
+    seen, choose = [], gemm.choose_kernel
+
+    def forced(m, n, k, *args, **kw):  # the big tile's answer for a big output, on this shape
+        r = choose(4096, 4096, k, *args, **kw)
+        seen.append(r[1].get("PIDX", 0))
+        return r
+
+    monkeypatch.setattr(gemm, "choose_kernel", forced)
+    m, k, n, dt = 130, 4152, 132, np.dtype(dtype)
+    a = rng.integers(0, 1000, (m, k)).astype(dt)
+    b = rng.integers(0, 1000, (k, n)).astype(dt)
+    sign = -1 if name == "min_plus" else 1
+    at = rng.choice([4080, 4095, 4096, 4111, 4112, 4127, 4130, 4151], m)  # k-tiles 255-259
+    a[np.arange(m), at] = sign * (5000 + np.arange(m))
+    _, idx = _check(a, b, name, backend)
+    assert seen and set(seen) == {16}
+    np.testing.assert_array_equal(idx, np.broadcast_to(at[:, None], (m, n)))

@@ -82,8 +82,9 @@ def _check(got, want, argmax):
 
 
 @pytest.mark.parametrize("name", NAMES)
-@pytest.mark.parametrize(("m", "k", "n"), [(67, 97, 83), (130, 260, 132), (17, 1300, 9), (5, 70, 3)],
-                         ids=["small", "small2", "split_k", "tiny"])
+@pytest.mark.parametrize(("m", "k", "n"), [(67, 97, 83), (130, 260, 132), (17, 1300, 9), (17, 1300, 12),
+                                          (5, 70, 3)],
+                         ids=["small", "small2", "split_k", "split_k_vec", "tiny"])
 @pytest.mark.parametrize("argmax", [False, True], ids=["value", "argmax"])
 @pytest.mark.parametrize("with_c", [False, True], ids=["", "c"])
 @pytest.mark.parametrize("ties", [False, True], ids=["", "ties"])
