@@ -84,6 +84,31 @@ def extra_operands(rng, name, kind, m, k, n):
     return a.astype(np.int32), rng.integers(-8, 9, (k, n)).astype(np.int32)
 
 
+#: checked shapes (m, k, n, split parts) and operand kinds (bench_gemm_cuda_s8i2 checks the same)
+CHECK_SHAPES = [(67, 97, 83, 1), (130, 132, 260, 1), (70, 600, 36, 3), (256, 72, 256, 1), (9, 33, 130, 1),
+                (64, 1024, 128, 2), (200, 1000, 130, 1), (5, 70, 3, 1), (65, 17, 65, 1), (128, 48, 64, 2)]
+CHECK_KINDS = ("wide", "ties", "dpx_nz", "flat", "ramp")
+
+
+def check_cases(seed: int = 8):
+    """Every checked case in one fixed order (one generator, so the operands are the same in
+    every script that checks with them): (name, kind, (m, k, n, ks), with c, a, b, c, want, widx)."""
+    crng = np.random.default_rng(seed)
+    for name in NAMES:
+        for kind in CHECK_KINDS:
+            for (m, k, n, ks) in CHECK_SHAPES:
+                if kind in ("flat", "ramp"):
+                    a, b = extra_operands(crng, name, kind, m, k, n)
+                else:
+                    a, b = check_operands(crng, name, kind, m, k, n)
+                for use_c in (False, True):
+                    c = None
+                    if use_c:
+                        c = crng.integers(-(2**31) + 1, 2**31 - 1, (m, n), dtype=np.int64).astype(np.int32)
+                        c[0, :] = zero_of(name)
+                    yield (name, kind, (m, k, n, ks), use_c, a, b, c, *ref_plus(a, b, name, c))
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--json", default="gemm_cuda_s8i.json")
@@ -106,32 +131,16 @@ def main(argv=None) -> int:
         return gemm_launch.run(be, spec, a, b, c, arg, split_plan(role[len(pre):], k, ks), prefix=pre)
 
     # ------------------------------------------------------------------ checks
-    crng = np.random.default_rng(8)
-    shapes = [(67, 97, 83, 1), (130, 132, 260, 1), (70, 600, 36, 3), (256, 72, 256, 1), (9, 33, 130, 1),
-              (64, 1024, 128, 2), (200, 1000, 130, 1), (5, 70, 3, 1), (65, 17, 65, 1), (128, 48, 64, 2)]
-    kinds = ("wide", "ties", "dpx_nz", "flat", "ramp")
     t0 = time.perf_counter()
-    for name in NAMES:
-        for kind in kinds:
-            for (m, k, n, ks) in shapes:
-                if kind in ("flat", "ramp"):
-                    a, b = extra_operands(crng, name, kind, m, k, n)
-                else:
-                    a, b = check_operands(crng, name, kind, m, k, n)
-                for use_c in (False, True):
-                    c = None
-                    if use_c:
-                        c = crng.integers(-(2**31) + 1, 2**31 - 1, (m, n), dtype=np.int64).astype(np.int32)
-                        c[0, :] = zero_of(name)
-                    want, widx = ref_plus(a, b, name, c)
-                    for (vn, role), (_, arg, _) in variants.items():
-                        if vn != name:
-                            continue
-                        d, idx = run_tile(name, role, cp.asarray(a)[None], cp.asarray(b)[None],
-                                          None if c is None else cp.asarray(c)[None], ks, k)
-                        check_run(out, failed, log, {"name": name, "role": role, "kind": kind,
-                                                     "shape": [m, k, n], "ks": ks, "c": use_c},
-                                  d, idx, want, widx if arg else None)
+    for name, kind, (m, k, n, ks), use_c, a, b, c, want, widx in check_cases():
+        for (vn, role), (_, arg, _) in variants.items():
+            if vn != name:
+                continue
+            d, idx = run_tile(name, role, cp.asarray(a)[None], cp.asarray(b)[None],
+                              None if c is None else cp.asarray(c)[None], ks, k)
+            check_run(out, failed, log, {"name": name, "role": role, "kind": kind,
+                                         "shape": [m, k, n], "ks": ks, "c": use_c},
+                      d, idx, want, widx if arg else None)
     log(f"checks: {len(out['checks'])} runs in {time.perf_counter() - t0:.1f} s, failed: {sorted(failed)}")
     save()
 

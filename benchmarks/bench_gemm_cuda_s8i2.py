@@ -43,10 +43,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
 from _gemm_run import check_run, compile_all, run_record, split_plan, tile_specs  # noqa: E402
-from bench_gemm_cuda_s6i import check_operands, zero_of  # noqa: E402
-from bench_gemm_cuda_s8i import ARG_T, LIB_ROLE, NAMES, extra_operands  # noqa: E402
+from bench_gemm_cuda_s8i import ARG_T, LIB_ROLE, NAMES, check_cases  # noqa: E402
 from bench_gemm_sweep import baselines  # noqa: E402
-from ref_int_plus import W, ref_plus  # noqa: E402
+from ref_int_plus import W  # noqa: E402
 
 from pytropical_gpu.backends.cuda import gemm_launch, kernels  # noqa: E402
 
@@ -306,33 +305,18 @@ def main(argv=None) -> int:
         return gemm_launch.run(be, spec, a, b, c, arg, split_plan(role, k, ks), prefix=pre)
 
     # ------------------------------------------------------------------ checks
-    crng = np.random.default_rng(8)
-    shapes = [(67, 97, 83, 1), (130, 132, 260, 1), (70, 600, 36, 3), (256, 72, 256, 1), (9, 33, 130, 1),
-              (64, 1024, 128, 2), (200, 1000, 130, 1), (5, 70, 3, 1), (65, 17, 65, 1), (128, 48, 64, 2)]
     t0 = time.perf_counter()
-    for name in NAMES:
-        for kind in ("wide", "ties", "dpx_nz", "flat", "ramp"):
-            for (m, k, n, ks) in shapes:
-                if kind in ("flat", "ramp"):
-                    a, b = extra_operands(crng, name, kind, m, k, n)
-                else:
-                    a, b = check_operands(crng, name, kind, m, k, n)
-                for use_c in (False, True):
-                    c = None
-                    if use_c:
-                        c = crng.integers(-(2**31) + 1, 2**31 - 1, (m, n), dtype=np.int64).astype(np.int32)
-                        c[0, :] = zero_of(name)
-                    want, widx = ref_plus(a, b, name, c)
-                    wchunk = np.where(widx >= 0, widx - widx % 16, -1)  # NS: the chunk's start
-                    for (vn, tag), (_, _, arg, _) in variants.items():
-                        if vn != name:
-                            continue
-                        d, idx = run_tile(name, tag, cp.asarray(a)[None], cp.asarray(b)[None],
-                                          None if c is None else cp.asarray(c)[None], ks, k)
-                        wi = wchunk if tag in DIAG else widx
-                        check_run(out, failed, log, {"name": name, "tag": tag, "kind": kind,
-                                                     "shape": [m, k, n], "ks": ks, "c": use_c},
-                                  d, idx, want, wi if arg else None)
+    for name, kind, (m, k, n, ks), use_c, a, b, c, want, widx in check_cases():
+        wchunk = np.where(widx >= 0, widx - widx % 16, -1)  # NS: the chunk's start
+        for (vn, tag), (_, _, arg, _) in variants.items():
+            if vn != name:
+                continue
+            d, idx = run_tile(name, tag, cp.asarray(a)[None], cp.asarray(b)[None],
+                              None if c is None else cp.asarray(c)[None], ks, k)
+            wi = wchunk if tag in DIAG else widx
+            check_run(out, failed, log, {"name": name, "tag": tag, "kind": kind,
+                                         "shape": [m, k, n], "ks": ks, "c": use_c},
+                      d, idx, want, wi if arg else None)
     log(f"checks: {len(out['checks'])} runs in {time.perf_counter() - t0:.1f} s, failed: {sorted(failed)}")
     save()
 
