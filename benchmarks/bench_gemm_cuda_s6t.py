@@ -80,6 +80,26 @@ def specs():
     return tile_specs("s6t", CASES, EXTRA)
 
 
+def check_inputs(crng, cache: dict, name: str, kind: str, m: int, k: int, n: int, use_c: bool):
+    """(a, b, c, want, widx) of one checked case, made once per key in ``cache`` from ``crng``:
+    "mixed" / "late" operands, or random ones with the zero placed as ``kind`` says ("nozero": none);
+    ``c`` one random column broadcast (with ``use_c``); the reference's values and argmax. Shared by
+    the s6t, s6t2 and s8t checks (the same draws in the same order as each script's loop before)."""
+    key = (name, kind, m, k, n, use_c)
+    if key not in cache:
+        if kind in ("mixed", "late"):
+            a, b = float_operands(crng, name, m, k, n, kind)
+        else:
+            a, b = _operands(crng, name, "float32", (m, k), (k, n))
+            if kind != "nozero":
+                _place(crng, name, a, b, kind, "both")
+        c = None
+        if use_c:
+            c = float_operands(crng, name, m, 1, n, "mixed")[0][:, :1] * np.ones((1, n), np.float32)
+        cache[key] = (a, b, c, *ref_matmul(a, b, name, c))
+    return cache[key]
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--json", default="gemm_s6t.json")
@@ -116,19 +136,7 @@ def main(argv=None) -> int:
     cache = {}
 
     def inputs(name, kind, m, k, n, use_c):
-        key = (name, kind, m, k, n, use_c)
-        if key not in cache:
-            if kind in ("mixed", "late"):
-                a, b = float_operands(crng, name, m, k, n, kind)
-            else:
-                a, b = _operands(crng, name, "float32", (m, k), (k, n))
-                if kind != "nozero":
-                    _place(crng, name, a, b, kind, "both")
-            c = None
-            if use_c:
-                c = float_operands(crng, name, m, 1, n, "mixed")[0][:, :1] * np.ones((1, n), np.float32)
-            cache[key] = (a, b, c, *ref_matmul(a, b, name, c))
-        return cache[key]
+        return check_inputs(crng, cache, name, kind, m, k, n, use_c)
 
     t0 = time.perf_counter()
     olds = {}

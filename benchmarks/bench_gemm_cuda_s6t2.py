@@ -26,9 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_gemm_cuda_s6t as s6t  # noqa: E402
 from _gemm_run import check_run, run_record, split_plan  # noqa: E402
-from bench_gemm_cuda_s4b import float_operands  # noqa: E402
 from bench_gemm_sweep import precompile  # noqa: E402
-from reference import ref_matmul  # noqa: E402
 
 from pytropical_gpu.backends.cuda import gemm_launch  # noqa: E402
 
@@ -91,20 +89,7 @@ def main(argv=None) -> int:
         for kind in kinds:
             for (m, k, n, ks) in shapes:
                 for use_c in ((False, True) if arg else (False,)):
-                    key = (name, kind, m, k, n, use_c)
-                    if key not in cache:
-                        if kind in ("mixed", "late"):
-                            a, b = float_operands(crng, name, m, k, n, kind)
-                        else:
-                            a, b = s6t._operands(crng, name, "float32", (m, k), (k, n))
-                            if kind != "nozero":
-                                s6t._place(crng, name, a, b, kind, "both")
-                        c = None
-                        if use_c:
-                            c = float_operands(crng, name, m, 1, n, "mixed")[0][:, :1] * np.ones((1, n),
-                                                                                                np.float32)
-                        cache[key] = (a, b, c, *ref_matmul(a, b, name, c))
-                    a, b, c, want, widx = cache[key]
+                    a, b, c, want, widx = s6t.check_inputs(crng, cache, name, kind, m, k, n, use_c)
                     d, idx = run_tile(spec, rl, cp.asarray(a)[None], cp.asarray(b)[None],
                                       None if c is None else cp.asarray(c)[None], arg, ks, k)
                     check_run(out, failed, log, {"case": label, "role": rl, "kind": kind,

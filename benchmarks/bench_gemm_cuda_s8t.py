@@ -36,12 +36,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
 from _gemm_run import check_run, compile_all, run_record, split_plan, tile_name, tile_specs  # noqa: E402
-from bench_gemm_cuda_s4b import float_operands  # noqa: E402
+from bench_gemm_cuda_s6t import check_inputs  # noqa: E402
 from bench_gemm_sweep import baselines  # noqa: E402
-from reference import ref_matmul  # noqa: E402
 
 sys.modules.pop("conftest", None)
-from test_cuda_times_zn import PLACES, _operands, _place  # noqa: E402
+from test_cuda_times_zn import PLACES  # noqa: E402
 
 from pytropical_gpu.backends.cuda import gemm_launch  # noqa: E402
 from pytropical_gpu.shaders import load_source  # noqa: E402
@@ -112,20 +111,7 @@ def main(argv=None) -> int:
         for kind in kinds:
             for (m, k, n, ks) in SHAPES:
                 for use_c in ((False, True) if arg else (False,)):
-                    key = (name, kind, m, k, n, use_c)
-                    if key not in cache:
-                        if kind in ("mixed", "late"):
-                            a, b = float_operands(crng, name, m, k, n, kind)
-                        else:
-                            a, b = _operands(crng, name, "float32", (m, k), (k, n))
-                            if kind != "nozero":
-                                _place(crng, name, a, b, kind, "both")
-                        c = None
-                        if use_c:
-                            c = float_operands(crng, name, m, 1, n, "mixed")[0][:, :1] * np.ones((1, n),
-                                                                                                np.float32)
-                        cache[key] = (a, b, c, *ref_matmul(a, b, name, c))
-                    a, b, c, want, widx = cache[key]
+                    a, b, c, want, widx = check_inputs(crng, cache, name, kind, m, k, n, use_c)
                     d, idx = run_tile(spec, rl, cp.asarray(a)[None], cp.asarray(b)[None],
                                       None if c is None else cp.asarray(c)[None], arg, ks, k)
                     nf = len(failed)
