@@ -31,6 +31,25 @@ def zero_of(name, dtype):
     return z
 
 
+def _zero_ordered(result, terms, kind):
+    """Where ``result`` is a zero, give it the sign IEEE 754-2019's maximum / minimum give (-0 < +0):
+    a max is +0 if any term is +0, a min is -0 if any term is -0. ``terms``: arrays broadcasting
+    to ``result`` (a tuple), or one array whose axis -2 is reduced."""
+    if isinstance(terms, tuple):
+        pos = np.zeros(np.shape(result), bool)
+        neg = np.zeros(np.shape(result), bool)
+        for t in terms:
+            pos |= (t == 0) & ~np.signbit(t)
+            neg |= (t == 0) & np.signbit(t)
+    else:
+        pos = ((terms == 0) & ~np.signbit(terms)).any(axis=-2)
+        neg = ((terms == 0) & np.signbit(terms)).any(axis=-2)
+    signed = neg if kind == "min" else ~pos  # the zero is -0 exactly when this holds
+    r = np.asarray(result)
+    z = np.where(signed, -0.0, 0.0).astype(r.dtype)
+    return np.where(r == 0, z, r)
+
+
 def products(a, b, name):
     """P[..., i, k, j] = a[..., i, k] ⊗ b[..., k, j] with guards/saturation, in the input dtype."""
     addk, mulk, _ = SEMIRINGS[name]
@@ -46,9 +65,9 @@ def products(a, b, name):
             elif mulk == "times":
                 p = x64 * y64
             elif mulk == "max":
-                p = np.maximum(x64, y64)
+                p = _zero_ordered(np.maximum(x64, y64), (x64, y64), "max")
             else:
-                p = np.minimum(x64, y64)
+                p = _zero_ordered(np.minimum(x64, y64), (x64, y64), "min")
             p = p.astype(dt)
         if addk != "sum":
             guard = mulk in ("plus", "times")
@@ -94,6 +113,8 @@ def ref_matmul(a, b, name, c=None):
         idx = np.full(best.shape, -1, np.int32)
     else:
         best = p.min(axis=-2) if addk == "min" else p.max(axis=-2)
+        if dt.kind == "f":
+            best = _zero_ordered(best, p, addk)
         idx = np.argmax(p == best[..., None, :], axis=-2).astype(np.int32)  # first k attaining
         idx = np.where(best == z, -1, idx).astype(np.int32)
     if c is not None:
@@ -103,6 +124,8 @@ def ref_matmul(a, b, name, c=None):
         else:
             improves = best > c
             d = np.maximum(best, c)
+        if dt.kind == "f":
+            d = _zero_ordered(d, (best, c), addk)
         idx = np.where(improves, idx, -1).astype(np.int32)
         best = d.astype(dt)
     return best, idx

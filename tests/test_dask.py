@@ -416,3 +416,20 @@ def test_bench_dask_runs_on_numpy_chunks(tmp_path):
     assert 0 < res["search"]["dask"]["transfer_bytes"] <= shards * 2 * size["nq"] * res["search"]["k"] * 8, \
         res["search"]["dask"]["transfers"]
     assert res["apsp"]["dask"]["transfer_bytes"] > 0  # the all-gather of the row bands is counted
+
+
+@pytest.mark.parametrize("kchunk", [1, 3, 7])
+@pytest.mark.parametrize("argmax", [False, True])
+def test_zero_sign_ordered_across_k_chunks(kchunk, argmax, rng):
+    """Zeros of both signs tie in different k chunks: the combined zero is ordered (-0 < +0), the
+    bits one call gives (tests/test_zero_sign.py pins that call against the reference)."""
+    m, k, n = 5, 13, 4
+    zeros = np.array([0.0, -0.0], np.float32)
+    a, b = rng.choice(zeros, (m, k)), rng.choice(zeros, (k, n))
+    for name in ("min_plus", "max_plus", "min_max", "max_min", "max_times"):
+        got = tgd.matmul(lazy(a, (2, kchunk)), lazy(b, (kchunk, 3)), name, return_argmax=argmax,
+                         split_every=2)
+        one = tg.matmul(a, b, name, return_argmax=argmax, backend="cpu")
+        gd, od = (got[0], one[0]) if argmax else (got, one)
+        np.testing.assert_array_equal(gd.compute().view(np.int32), od.view(np.int32),
+                                      err_msg=f"{name} seed {SEED}")

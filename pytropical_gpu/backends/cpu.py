@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import zero_order
 from ..semirings import Semiring, strictly_better
 from . import bitslice
 from .base import Backend
@@ -86,6 +87,8 @@ class CpuBackend(Backend):
             if argmax:
                 idx[~better(d, cb)] = -1
             d = np.asarray(sr.add(cb, d)).astype(dt, copy=False)
+        if zero_order.applies(sr, dt):
+            zero_order.fix_host(d, a, b, sr, c)
         return d, idx
 
     # ------------------------------------------------------------------ packed boolean

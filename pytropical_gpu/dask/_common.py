@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _arrays, routing
+from .. import _arrays, routing, zero_order
 from ..semirings import Semiring
 from ..semirings import strictly_better as better  # the argmax rule, on the chunk's module
 
@@ -40,7 +40,9 @@ def xp_of(x: Any):
 
 def adder(sr: Semiring, xp: Any):
     """⊕ as a function of two arrays of module ``xp`` (a user semiring's numpy ufunc dispatches to
-    cupy through ``__array_ufunc__``)."""
+    cupy through ``__array_ufunc__``); a built-in min / max orders a float's zeros, -0 < +0."""
+    if sr.builtin and sr.add_op in ("min", "max"):  # zeros ordered, as every backend's result
+        return zero_order.combine(xp, sr.add_op)
     if sr.builtin and sr.add_op in _ADD:
         return getattr(xp, _ADD[sr.add_op])
     return sr.add

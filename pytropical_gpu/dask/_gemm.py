@@ -177,7 +177,8 @@ def _merge(x, y, *, sr: Semiring):
     y_wins, x_wins = gt(dy, dx), gt(dx, dy)
     tie = ~(y_wins | x_wins)  # equal values: the smaller k (both -1 where neither improved)
     take_y = y_wins | (tie & (iy < ix) & (iy >= 0))
-    return xp.where(take_y, dy, dx), xp.where(take_y, iy, ix)
+    # the value by ⊕ itself, not the winner's: equal values may be zeros of opposite signs
+    return adder(sr, xp)(dx, dy), xp.where(take_y, iy, ix)
 
 
 def _epilogue(prod, c, *, sr: Semiring):
