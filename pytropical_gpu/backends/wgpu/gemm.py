@@ -19,7 +19,7 @@ import numpy as np
 from ... import facts
 from ...semirings import Semiring
 from . import gemm_passes as passes
-from . import stats
+from . import stats, zsign
 from .array import host
 from .engine import WG, Engine
 from .gemm_dispatch import make_dispatch
@@ -255,6 +255,7 @@ def gemm(eng: Engine, a: np.ndarray, b: np.ndarray, sr: Semiring, c, argmax: boo
             more, tmp = passes.argfix_commands(eng, code, kp, binds[:4], mm, nn, k, nbat, a_bs,
                                                b_bs)
             cmds += more
+        cmds += zsign.commands(eng, sr, dt, binds, mm, nn, k, nbat, a_bs, b_bs, c_bs, argmax)
         bufs += tmp
         outs = [(dbuf, dt, (nbat, mm, nn))] + ([(ibuf, np.int32, (nbat, mm, nn))] if argmax else [])
         if keep and whole:  # the whole result in one block: it stays where the kernel wrote it,
