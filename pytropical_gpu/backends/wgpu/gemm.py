@@ -5,7 +5,8 @@ throughput path), ``gemm_skinny`` (m >> n, k <= 16: one thread per row, B in wor
 padding to a big tile), its mirror ``gemm_wide`` (m, k <= 16, n >> m: four columns per thread, A
 in workgroup memory) and ``gemm_simple`` (one thread per output; small argmax GEMMs);
 ``gemm_argfix`` is the second pass of the tiled argmax by k-tile, ``gemm_splitk`` split-k's fold
-(both in :mod:`.gemm_passes`).
+(both in :mod:`.gemm_passes`); ``gemm_zsign`` gives a float min/max GEMM's zeros their ordered
+sign after them (:mod:`.zsign`).
 Work larger than one storage binding
 or one dispatch runs as several blocks (batch entries x row blocks x column blocks).
 """
