@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pytropical_gpu.backends.wgpu import boolean, gemm, stats, templating, vsa, vsa_search
+from pytropical_gpu.backends.wgpu import boolean, gemm, stats, templating, vsa, vsa_search, zsign
 from pytropical_gpu.backends.wgpu import gemm_passes as passes
 from pytropical_gpu.backends.wgpu.engine import WG
 from pytropical_gpu.semirings import Semiring, get_semiring, semiring_names
@@ -151,6 +151,9 @@ def gemm_variants() -> list[Variant]:
                     out += [_v("gemm_splitk", **code.params(), S=s, VEC=v, HAS_C=c, WG=WG)
                             for s in range(2, passes.SPLIT_MAX + 1) for v in (False, True)
                             for c in (False, True)]
+                # the zero-sign pass after a float min/max GEMM (zsign; None: none recorded)
+                out += [_v("gemm_zsign", **p) for c in (False, True)
+                        if (p := zsign.params(sr, dt, c)) is not None]
                 if dt.name in stats.KINDS:  # a small GEMM writing its result's facts (fastpath)
                     for tile in {repr(t): t for t in (gemm.TILE_TINY, gemm.TILE_SMALL, gemm.TILE)
                                  if t is not None}.values():

@@ -160,11 +160,14 @@ def matmul(be, a, b, semiring, c=None, out=None, return_argmax=False):
         None, reader
     eng.made.append(weakref.ref(st))  # alive until submitted (see WgpuArray.adopt)
     keep += (sa, sb, st, reader)  # (the reader: its arena not recycled before the commands run)
-    eng.recording.append(_tnew(Dispatch, (rec.pipe, (
-        _tnew(Binding, (sa.handle, a.offset, plan.abytes)),
-        _tnew(Binding, (sb.handle, b.offset, plan.bbytes)),
-        _tnew(Binding, (h, 0, max((nbytes + 3) & ~3, 4))),
-        _tnew(Binding, (arena.handle, at, nf))), rec.groups, rec.params)))
+    ba, bb = _tnew(Binding, (sa.handle, a.offset, plan.abytes)), \
+        _tnew(Binding, (sb.handle, b.offset, plan.bbytes))
+    bd = _tnew(Binding, (h, 0, max((nbytes + 3) & ~3, 4)))
+    eng.recording.append(_tnew(Dispatch, (rec.pipe, (ba, bb, bd, _tnew(
+        Binding, (arena.handle, at, nf))), rec.groups, rec.params)))
+    zs = rec.zs
+    if zs is not None:  # the zero-sign pass, in place on D (the facts ignore a zero's sign)
+        eng.recording.append(_tnew(Dispatch, (zs[0], (ba, bb, bd), zs[1], zs[2])))
     counts = eng.stats
     counts["recorded"] = counts.get("recorded", 0) + 1
     counts["fast_calls"] = counts.get("fast_calls", 0) + 1

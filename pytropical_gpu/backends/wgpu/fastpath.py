@@ -147,8 +147,11 @@ def matmul(be, a, b, semiring, c=None, out=None, return_argmax=False):
         reader = stats.Reader(eng, None, rec.kind, rec.fslots, arena, at)
         eng._keep.append(reader)  # (its arena) not recycled before the recorded commands run
         d, bd = _result(eng, rec.cap, rec.nbytes, dt, (m, n), reader)
-        eng.submit((Dispatch(rec.pipe, binds + (bd, Binding(reader.handle, at, nf)), rec.groups,
-                             rec.params),))
+        cmds = [Dispatch(rec.pipe, binds + (bd, Binding(reader.handle, at, nf)), rec.groups,
+                         rec.params)]
+        if rec.zs is not None:  # the zero-sign pass, in place on D (the facts ignore its sign)
+            cmds.append(Dispatch(rec.zs[0], binds + (bd,), rec.zs[1], rec.zs[2]))
+        eng.submit(cmds)
         eng.count("fast_calls")
         return d
     return separate(eng, rec, binds, dt, (m, n))

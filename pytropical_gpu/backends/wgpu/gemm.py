@@ -5,7 +5,8 @@ throughput path), ``gemm_skinny`` (m >> n, k <= 16: one thread per row, B in wor
 padding to a big tile), its mirror ``gemm_wide`` (m, k <= 16, n >> m: four columns per thread, A
 in workgroup memory) and ``gemm_simple`` (one thread per output; small argmax GEMMs);
 ``gemm_argfix`` is the second pass of the tiled argmax by k-tile, ``gemm_splitk`` split-k's fold
-(both in :mod:`.gemm_passes`).
+(both in :mod:`.gemm_passes`); ``gemm_zsign`` gives a float min/max GEMM's zeros their ordered
+sign after them (:mod:`.zsign`).
 Work larger than one storage binding
 or one dispatch runs as several blocks (batch entries x row blocks x column blocks).
 """
@@ -19,7 +20,7 @@ import numpy as np
 from ... import facts
 from ...semirings import Semiring
 from . import gemm_passes as passes
-from . import stats
+from . import stats, zsign
 from .array import host
 from .engine import WG, Engine
 from .gemm_dispatch import make_dispatch
@@ -255,6 +256,7 @@ def gemm(eng: Engine, a: np.ndarray, b: np.ndarray, sr: Semiring, c, argmax: boo
             more, tmp = passes.argfix_commands(eng, code, kp, binds[:4], mm, nn, k, nbat, a_bs,
                                                b_bs)
             cmds += more
+        cmds += zsign.commands(eng, sr, dt, binds, mm, nn, k, nbat, a_bs, b_bs, c_bs, argmax)
         bufs += tmp
         outs = [(dbuf, dt, (nbat, mm, nn))] + ([(ibuf, np.int32, (nbat, mm, nn))] if argmax else [])
         if keep and whole:  # the whole result in one block: it stays where the kernel wrote it,

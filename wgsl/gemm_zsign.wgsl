@@ -1,0 +1,81 @@
+// Zero-sign pass of a float GEMM whose ⊕ is min or max (pytropical_gpu/zero_order.py): run after
+// the GEMM (and split-k's fold, c applied), in place on D. The kernels fold with the hardware's
+// min / max, which may return either of two equal zeros; the rule orders them (-0 < +0, IEEE
+// 754-2019 maximum / minimum): a zero max is +0 if c or any zero term is +0, else -0; a zero min
+// is -0 if c or any zero term is -0, else +0. One thread per output: a non-zero output returns at
+// once; a zero one looks at c, then scans its k terms until one decides (max: a +0 term, min: a -0
+// term), so it costs up to k terms (all of k where none decides).
+// Signs are read from the bits (a compiler need not keep the sign of a zero through arithmetic): a
+// term x ⊗ y is a zero where the GEMM's ⊗ gives 0 (a term from the semiring's zero, ±inf, never
+// does, so no guard); its sign is IEEE's for plus (-0 only from -0 + -0) and times (the signs'
+// XOR), and the ordered one for min (-0 if x or y is -0) and max (+0 if x or y is +0).
+// Bindings as the GEMM's: A, B, D[, C], batch strides in elements (0: broadcast).
+$$ if T != "f32"
+{{ fail("gemm_zsign: T must be f32, got " ~ T) }}
+$$ endif
+$$ if ADD_OP not in ("min", "max") or MUL_OP not in ("plus", "times", "min", "max")
+{{ fail("gemm_zsign: ADD_OP must be min or max and MUL_OP plus, times, min or max, got " ~ ADD_OP ~ ", " ~ MUL_OP) }}
+$$ endif
+struct Params { m: u32, n: u32, k: u32, a_bs: u32, b_bs: u32, c_bs: u32, d_bs: u32, nx: u32 };
+@group(0) @binding(0) var<uniform> P: Params;
+@group(0) @binding(1) var<storage, read> A: array<u32>;
+@group(0) @binding(2) var<storage, read> B: array<u32>;
+@group(0) @binding(3) var<storage, read_write> D: array<u32>;
+$$ if HAS_C
+@group(0) @binding(4) var<storage, read> C: array<u32>;
+$$ endif
+
+const SIGN = 0x80000000u;
+const MAG = 0x7fffffffu;
+// the zero that decides: +0 for max, -0 for min (found, it is the output's sign)
+const DECIDES = {{ "0u" if ADD_OP == "max" else "SIGN" }};
+const OTHER = {{ "SIGN" if ADD_OP == "max" else "0u" }};
+
+// x ⊗ y is a zero, and that zero is the deciding one
+fn decides(x: u32, y: u32) -> bool {
+    let fx = bitcast<f32>(x);
+    let fy = bitcast<f32>(y);
+$$ if MUL_OP == "plus"
+    let zero = fx + fy == 0.0;
+    let neg = (x & y & SIGN) != 0u;
+$$ elif MUL_OP == "times"
+    let zero = fx * fy == 0.0;
+    let neg = ((x ^ y) & SIGN) != 0u;
+$$ elif MUL_OP == "min"
+    let zero = min(fx, fy) == 0.0;
+    let neg = x == SIGN || y == SIGN;
+$$ else
+    let zero = max(fx, fy) == 0.0;
+    let neg = !(x == 0u || y == 0u);
+$$ endif
+$$ if ADD_OP == "max"
+    return zero && !neg;
+$$ else
+    return zero && neg;
+$$ endif
+}
+
+@compute @workgroup_size({{ WG }})
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let idx = (wg.y * P.nx + wg.x) * {{ WG }}u + lid;
+    if (idx >= P.m * P.n) { return; }
+    let o = wg.z * P.d_bs + idx;
+    if ((D[o] & MAG) != 0u) { return; }
+    let i = idx / P.n;
+    let j = idx % P.n;
+$$ if HAS_C
+    if (C[wg.z * P.c_bs + idx] == DECIDES) {
+        D[o] = DECIDES;
+        return;
+    }
+$$ endif
+    let arow = wg.z * P.a_bs + i * P.k;
+    let bcol = wg.z * P.b_bs + j;
+    for (var g = 0u; g < P.k; g = g + 1u) {
+        if (decides(A[arow + g], B[bcol + g * P.n])) {
+            D[o] = DECIDES;
+            return;
+        }
+    }
+    D[o] = OTHER;
+}
