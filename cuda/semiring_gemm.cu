@@ -770,7 +770,8 @@ sr_gemm(const typename SR::type* __restrict__ A, const typename SR::type* __rest
   if constexpr (ARG && SR::kArgMove) {
     if (tid == 0) unit = T();
     __syncthreads();
-    asm volatile("ld.shared.b32 %0, [%1];" : "=r"(nil) : "r"((unsigned)__cvta_generic_to_shared(&unit)));
+    asm volatile("ld.shared.b32 %0, [%1];" : "=r"(nil) : "r"((unsigned)__cvta_generic_to_shared(&unit))
+                 : "memory");
   }
 
   T acc[TM][TN];
