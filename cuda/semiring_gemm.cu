@@ -370,14 +370,15 @@ typedef PlusDpxRE<false> MinPlusDpxRE;
 // (kRunArg, as PlusDpxR): every term folds into acc, a chunk is remembered where acc grew. M
 // (kArgMove): the chunk-end update through arg_move. The same (value, first k) as F's own loop:
 // the epilogue, its serial search and the bits it stores are F's.
-template <class F> struct ArgMax;
-template <typename T, bool MAX> struct ArgMax<TropPlus<T, MAX> > { static constexpr bool value = MAX; };
-template <typename T, bool MAX, bool NZ> struct ArgMax<TropTimes<T, MAX, NZ> > {
+// AddIsMax<F>::value: F's ⊕ is max (its `better` is >), else min
+template <class F> struct AddIsMax;
+template <typename T, bool MAX> struct AddIsMax<TropPlus<T, MAX> > { static constexpr bool value = MAX; };
+template <typename T, bool MAX, bool NZ> struct AddIsMax<TropTimes<T, MAX, NZ> > {
   static constexpr bool value = MAX;
 };
 template <class F, bool R, bool M> struct ArgForm : F {
   static_assert(IsFloat<typename F::type>::value && sizeof(typename F::type) == 4, "float32 only");
-  static constexpr bool kMax = ArgMax<F>::value;  // ⊕ is max: `better` is >, else <
+  static constexpr bool kMax = AddIsMax<F>::value;  // ⊕ is max: `better` is >, else <
   static constexpr bool kRunArg = R;
   static constexpr bool kArgMove = M;
 };
