@@ -22,8 +22,9 @@ partial / a middle / a few / every slab, ±0, the other infinity, subnormals, 0 
 quarter-integer ties), and each variant's output against its library kernel's, bit for bit. A
 variant fails (and is not timed) where it differs from the library kernel (so it fails the
 reference wherever the library kernel passes it); every kernel's reference failures, the
-library's own included (session 8: the zero's sign under ±0 ties), are recorded in
-``ref_failed`` and logged, and fail no variant that has the library kernel's bits. Then each variant's timed
+library's own included (the zero's sign under ±0 ties: the reference orders zeros, -0 < +0, the
+kernels store the first matching term's bits), are recorded in ``ref_failed`` and logged, and
+fail no variant that has the library kernel's bits. Then each variant's timed
 output at the first size against the library kernel's, and CUDA-event medians at 4096³ and
 8192³ in two rounds (forward, backward order), beside a device copy and cuBLAS SGEMM; the JSON's
 ``summary`` holds each kernel's mean of the two rounds' medians and its ratio to the plain tile.
@@ -89,7 +90,7 @@ ARG_ROLE, PLAIN_ROLE = tile_name(TAG, T, True), tile_name(TAG, T, False)
 
 def kinds(base: str) -> tuple:
     """The operand kinds a library label is checked with (check_inputs's)."""
-    name, _, with_zero, _ = BASES[base]
+    with_zero = BASES[base][2]
     return ("nozero", "mixed", "late", *PLACES) if with_zero else ("nozero",)
 
 
