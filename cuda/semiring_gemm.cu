@@ -131,6 +131,10 @@ template <typename T, class D> struct Base {
   // since session 8; PlusDpxE, RE's other G and -1 are bench-only. Integer functors only: this path
   // stores the accumulator's bits, where a float's ±0 tie would need the first term's (sr_gemm).
   static constexpr int kArgGroup = 0;
+  // kArgMove: argmax's chunk-end update as one compare and moves predicated on it (arg_move, on
+  // the FMA pipe) instead of the compiler's FSEL / SEL (ALU pipe). Float ⊕ min / max only; the
+  // bench-only wrapper ArgForm sets it (gemm_cuda_notes.md, session 9), no library functor does.
+  static constexpr bool kArgMove = false;
   __device__ __forceinline__ static bool mask_ok(T) { return true; }
   __device__ __forceinline__ static T mask_of(T x) { return x; }
   __device__ __forceinline__ static T fma2_mask(T acc, T a0, T b0, T, T, T a1, T b1, T, T, T) {
@@ -360,6 +364,24 @@ typedef PlusDpxE<true> MaxPlusDpxE;
 typedef PlusDpxE<false> MinPlusDpxE;
 typedef PlusDpxRE<true> MaxPlusDpxRE;
 typedef PlusDpxRE<false> MinPlusDpxRE;
+
+// ArgForm<F, R, M>: the float32 min/max ⊕ functor F (TropPlus, TropTimes: ZN or NZ) with another
+// argmax loop, bench-only (gemm_cuda_notes.md, session 9; no role uses it). R: the running best
+// (kRunArg, as PlusDpxR): every term folds into acc, a chunk is remembered where acc grew. M
+// (kArgMove): the chunk-end update through arg_move. The same (value, first k) as F's own loop:
+// the epilogue, its serial search and the bits it stores are F's.
+// AddIsMax<F>::value: F's ⊕ is max (its `better` is >), else min
+template <class F> struct AddIsMax;
+template <typename T, bool MAX> struct AddIsMax<TropPlus<T, MAX> > { static constexpr bool value = MAX; };
+template <typename T, bool MAX, bool NZ> struct AddIsMax<TropTimes<T, MAX, NZ> > {
+  static constexpr bool value = MAX;
+};
+template <class F, bool R, bool M> struct ArgForm : F {
+  static_assert(IsFloat<typename F::type>::value && sizeof(typename F::type) == 4, "float32 only");
+  static constexpr bool kMax = AddIsMax<F>::value;  // ⊕ is max: `better` is >, else <
+  static constexpr bool kRunArg = R;
+  static constexpr bool kArgMove = M;
+};
 
 // ---------------------------------------------------------------------------- vector loads
 // 4 consecutive elements; the caller guarantees 16-byte alignment.
@@ -635,6 +657,34 @@ __device__ __forceinline__ int chunk_first(const typename SR::type* __restrict__
   return -1;
 }
 
+// kArgMove (ArgForm's M): where s is strictly better than acc (SR::better: an ordered > for max,
+// < for min, so a NaN product never wins), acc takes s's bits and win takes k0, as
+// `if (SR::better(s, acc)) { acc = s; win = k0; }` does. Written so because the compiler turns
+// that into FSETP, FSEL and SEL, and FSEL / SEL share the ALU pipe (half rate) with the k-loop's
+// FMNMX, the pipe that binds: here each move is an IMAD x * nil + y predicated on the FSETP, with
+// nil an opaque 0 (from shared memory: ptxas would turn a known 0, or a plain predicated mov,
+// into SEL again), which runs on the FMA pipe beside the FMULs. VAL false (the running best): s
+// is acc at the chunk's end, acc its value at the start, and only win moves.
+template <bool MAX, bool VAL>
+__device__ __forceinline__ void arg_move(float& acc, int& win, float s, int k0, int nil) {
+  int a = __float_as_int(acc);
+  if constexpr (VAL && MAX)
+    asm("{\n\t.reg .pred p;\n\tsetp.gt.f32 p, %2, %3;\n\t@p mad.lo.u32 %0, %0, %5, %4;"
+        "\n\t@p mad.lo.u32 %1, %1, %5, %6;\n\t}"
+        : "+r"(a), "+r"(win) : "f"(s), "f"(acc), "r"(__float_as_int(s)), "r"(nil), "r"(k0));
+  else if constexpr (VAL)
+    asm("{\n\t.reg .pred p;\n\tsetp.lt.f32 p, %2, %3;\n\t@p mad.lo.u32 %0, %0, %5, %4;"
+        "\n\t@p mad.lo.u32 %1, %1, %5, %6;\n\t}"
+        : "+r"(a), "+r"(win) : "f"(s), "f"(acc), "r"(__float_as_int(s)), "r"(nil), "r"(k0));
+  else if constexpr (MAX)
+    asm("{\n\t.reg .pred p;\n\tsetp.gt.f32 p, %1, %2;\n\t@p mad.lo.u32 %0, %0, %3, %4;\n\t}"
+        : "+r"(win) : "f"(s), "f"(acc), "r"(nil), "r"(k0));
+  else
+    asm("{\n\t.reg .pred p;\n\tsetp.lt.f32 p, %1, %2;\n\t@p mad.lo.u32 %0, %0, %3, %4;\n\t}"
+        : "+r"(win) : "f"(s), "f"(acc), "r"(nil), "r"(k0));
+  acc = __int_as_float(a);
+}
+
 template <class SR, int BM, int BN, int BK, int TM, int TN, int MINB, bool ARG, int AK = 16,
           bool HOT = ARG && sizeof(typename SR::type) == 4>
 __global__ void __launch_bounds__((BM / TM) * (BN / TN), MINB)
@@ -717,6 +767,14 @@ sr_gemm(const typename SR::type* __restrict__ A, const typename SR::type* __rest
     u = (T)v;
   }
 
+  int nil = 0;  // kArgMove: an opaque 0 (arg_move)
+  if constexpr (ARG && SR::kArgMove) {
+    if (tid == 0) unit = T();
+    __syncthreads();
+    asm volatile("ld.shared.b32 %0, [%1];" : "=r"(nil) : "r"((unsigned)__cvta_generic_to_shared(&unit))
+                 : "memory");
+  }
+
   T acc[TM][TN];
   T sacc[ARG ? TM : 1][ARG ? TN : 1];
   int win[ARG ? TM : 1][ARG ? TN : 1];
@@ -774,7 +832,11 @@ sr_gemm(const typename SR::type* __restrict__ A, const typename SR::type* __rest
       for (int i = 0; i < TM; ++i)
 #pragma unroll
         for (int j = 0; j < TN; ++j)
-          if constexpr (SR::kRunArg) {
+          if constexpr (SR::kArgMove && SR::kRunArg) {
+            arg_move<SR::kMax, false>(sacc[i][j], win[i][j], acc[i][j], (int)k0, nil);
+          } else if constexpr (SR::kArgMove) {
+            arg_move<SR::kMax, true>(acc[i][j], win[i][j], sacc[i][j], (int)k0, nil);
+          } else if constexpr (SR::kRunArg) {
             if (SR::better(acc[i][j], sacc[i][j])) win[i][j] = (int)k0;
           } else if (SR::better(sacc[i][j], acc[i][j])) {
             acc[i][j] = sacc[i][j];
