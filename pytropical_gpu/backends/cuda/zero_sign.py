@@ -35,7 +35,7 @@ SPEC = kernels.ModuleSpec("zero_sign", "zero_sign.cu", {
     for add in ("min", "max") for mul, code in _MUL.items() for dt in ("float32", "float64")})
 
 
-def fix(be, d, a, b, sr, c) -> None:
+def fix(d, a, b, sr, c) -> None:
     """Give every zero of ``d`` (batch, m, n), the result of ``c ⊕ a ⊗ b`` with ``a`` (batch or 1,
     m, k), ``b`` (batch or 1, k, n) and ``c`` (batch or 1, m, n) or None, all C-contiguous, its
     ordered sign, in place; nothing where ``zero_order.applies`` says the rule cannot matter."""
