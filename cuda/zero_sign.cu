@@ -8,8 +8,8 @@
 //
 // One thread per output; a block is ROWS rows x 32 consecutive columns (a warp a row, so B's reads
 // coalesce and the block's warps share B's lines), blocks stride over (batch, row tile, column
-// tile). A non-zero output costs its one read; a zero output scans its k terms and stops at the
-// first one with the sign the rule wants (max: +0, min: -0).
+// tile). A non-zero output costs its one read; a zero output scans its k terms, 4 at a time, and
+// stops at the first step holding a term with the sign the rule wants (max: +0, min: -0).
 //
 // Terms as zero_order._zero_terms: x + y and x * y have their own IEEE sign (one rounding in T,
 // compiled without flush to zero); a min ⊗ is -0 if either operand is -0, a max ⊗ +0 if either is
@@ -77,7 +77,15 @@ zero_sign(const T* __restrict__ a, const T* __restrict__ b, const T* __restrict_
     bool seen = c != nullptr && zero_kind<T>(c[z * sc + row * n + col]) == want;
     const T* ar = a + z * sa + row * k;
     const T* bc = b + z * sb + col;
-    for (long long i = 0; i < k && !seen; ++i) seen = term_kind<T, MUL>(ar[i], bc[i * n]) == want;
+    long long i = 0;
+    for (; i + 4 <= k && !seen; i += 4) {  // 4 terms a step: independent loads in flight
+      const bool s0 = term_kind<T, MUL>(ar[i], bc[i * n]) == want;
+      const bool s1 = term_kind<T, MUL>(ar[i + 1], bc[(i + 1) * n]) == want;
+      const bool s2 = term_kind<T, MUL>(ar[i + 2], bc[(i + 2) * n]) == want;
+      const bool s3 = term_kind<T, MUL>(ar[i + 3], bc[(i + 3) * n]) == want;
+      seen = s0 || s1 || s2 || s3;
+    }
+    for (; i < k && !seen; ++i) seen = term_kind<T, MUL>(ar[i], bc[i * n]) == want;
     d[o] = ZeroBits<T>::make(MAX ? !seen : seen);
   }
 }
