@@ -5,7 +5,7 @@ store a matching term's bits; the argmax index is left as it is.
 
 One launch on the current stream (the GEMM's) right after the GEMM, its split-k fold and ``c``, in
 place on the output, no host wait. Cost: every output is read once; a zero output also rescans its
-k terms, stopping at the first term (or ``c``) with the sign the rule wants (max: a +0, min: a -0).
+k terms, 4 a step, stopping once a term (or ``c``) has the sign the rule wants (max: +0, min: -0).
 Worst case: a min semiring whose zero outputs have no -0 term (min_times on nonnegative operands
 full of zeros) reads all k terms of every zero output, a naive GEMM over those outputs.
 """
