@@ -113,6 +113,19 @@ def test_gemm_ptx_is_ieee(nvcc_builds):
     assert not loose, f"contractible float ops (is -fmad=false missing?): {loose[:8]}"
 
 
+@needs_nvcc
+def test_zero_sign_ptx_is_ieee(nvcc_builds):
+    """The zero-sign pass recomputes each term's sign (backends/cuda/zero_sign.py): its sm_90 PTX
+    keeps subnormals (a flushed product would be a zero term of the wrong kind) and rounds once."""
+    res, ptx = nvcc_builds[("zero_sign.cu", "sm_90")]
+    assert res.returncode == 0, res.stderr[-4000:]
+    text = ptx.read_text()
+    for op in ("add.rn.f32", "mul.rn.f32", "add.rn.f64", "mul.rn.f64"):
+        assert op in text, f"{op} missing from the zero-sign PTX: the check would be vacuous"
+    assert ".ftz" not in text and not re.search(r"\bfma\.", text)
+    assert not _CONTRACTIBLE.search(text)
+
+
 def test_options_are_ieee():
     assert {"-ftz=false", "-prec-div=true", "-prec-sqrt=true", "-fmad=false"} <= set(OPTIONS)
     assert not {"-ftz=true", "--use_fast_math", "-use_fast_math", "-fmad=true"} & set(OPTIONS)

@@ -18,7 +18,7 @@ from reference import ref_matmul
 
 import pytropical_gpu as tg
 from conftest import require_backend
-from pytropical_gpu.backends.cuda import gemm_launch, gemm_units, kernels
+from pytropical_gpu.backends.cuda import gemm_launch, gemm_units, kernels, zero_sign
 from pytropical_gpu.backends.cuda.streams import stream_key
 
 PLUS = ["min_plus", "max_plus"]
@@ -156,7 +156,7 @@ def test_backend_takes_units_by_the_rule(monkeypatch, roles, rng, name):
     a, b = _operands(rng, name, m, k, n)
     want, widx = ref_matmul(a, b, name)
     np.testing.assert_array_equal(tg.matmul(a, b, name, backend="cuda"), want)
-    assert roles == [gemm_units.ROLE], roles
+    assert roles == [gemm_units.ROLE, zero_sign.role(*name.split("_"), "float32")], roles  # + signs
     roles.clear()
     d, idx = tg.matmul(a, b, name, return_argmax=True, backend="cuda")  # argmax: the tiles
     np.testing.assert_array_equal(d, want)

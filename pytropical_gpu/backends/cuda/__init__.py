@@ -64,8 +64,9 @@ def module_specs():
     from .kernels import module_specs as specs
     from .search_group import SPEC as GROUP_SPEC
     from .search_specs import SPECS as SEARCH_SPECS  # search names its kernels there
+    from .zero_sign import SPEC as ZERO_SIGN_SPEC
 
-    return specs() + list(SEARCH_SPECS) + [GROUP_SPEC] + list(UNITS_SPECS)
+    return specs() + list(SEARCH_SPECS) + [GROUP_SPEC] + list(UNITS_SPECS) + [ZERO_SIGN_SPEC]
 
 
 def mark_opened() -> None:

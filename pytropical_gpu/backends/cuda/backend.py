@@ -16,7 +16,7 @@ from ...semirings import Semiring
 from ...types import SoftTernaryVec
 from .. import _process
 from ..base import Backend, ceil_div
-from . import gemm_launch, gemm_units, kernels, search_launch, vsa_launch
+from . import gemm_launch, gemm_units, kernels, search_launch, vsa_launch, zero_sign
 from .launch import wrap_errors
 
 _MAX_GRID_YZ = 65535
@@ -100,6 +100,11 @@ class CudaBackend(Backend):
 
     # ---------------------------------------------------------------- semiring GEMM
     def _gemm(self, a, b, sr: Semiring, c, argmax, facts):
+        d, idx = self._gemm_kernels(a, b, sr, c, argmax, facts)
+        zero_sign.fix(d, a, b, sr, c)  # zero results take the ordered sign (zero_order.py)
+        return d, idx
+
+    def _gemm_kernels(self, a, b, sr: Semiring, c, argmax, facts):
         cp = self._cp
         if sr.add_op in ("lor", "lxor"):
             return self._gemm_bool(a, b, sr, c), None

@@ -1,0 +1,124 @@
+"""What the cuda zero-sign pass (``backends/cuda/zero_sign.py``) costs beside the GEMM.
+
+Checks first: float32 max_plus and min_times on small operands full of ±0 (and a few other values),
+every output's bits against tests/reference.py, with and without ``c`` and argmax (a failed check
+stops the run). Then CUDA-event medians at n³ (default 4096³, float32, cupy operands): the GEMM
+alone (``CudaBackend._gemm_kernels``), the GEMM and the pass (``_gemm``), the pass alone (again on
+the fixed output: the same reads and scans), and the whole ``matmul`` (with its NaN check), on
+
+* ``max_plus`` and ``min_times``: uniform operands in [-1, 1) (almost no zero output: the pass
+  reads the output once);
+* ``min_times_worst``: nonnegative operands, half of them +0, so every output is +0 and has no -0
+  term: the pass scans all k terms of every output (its worst case).
+
+``python3 benchmarks/bench_zero_sign_cuda.py --json $OUT/zero_sign_cuda_h200_s9.json``
+(``--n 1024`` for a quick run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from reference import ref_matmul  # noqa: E402
+
+import pytropical_gpu as tg  # noqa: E402
+from pytropical_gpu import facts  # noqa: E402
+from pytropical_gpu.backends.cuda import zero_sign  # noqa: E402
+from pytropical_gpu.semirings import get_semiring  # noqa: E402
+
+VALUES = np.array([0.0, -0.0, 0.0, -0.0, 0.0, -0.0, 1.0, -1.0, 1e-30, -1e-30, np.inf, -np.inf])
+
+
+def check(rng) -> list[str]:
+    """The cases checked, bit for bit; raises AssertionError at the first difference."""
+    done = []
+    for name in ("max_plus", "min_times"):
+        for m, k, n in ((9, 33, 130), (70, 67, 129), (9, 1030, 11)):
+            a = rng.choice(VALUES, (m, k)).astype(np.float32)
+            b = rng.choice(VALUES, (k, n)).astype(np.float32)
+            c = rng.choice(VALUES[:6], (m, n)).astype(np.float32)
+            for cc in (None, c):
+                want, widx = ref_matmul(a, b, name, cc)
+                d, idx = tg.matmul(a, b, name, c=cc, return_argmax=True, backend="cuda")
+                d0 = tg.matmul(a, b, name, c=cc, backend="cuda")
+                for got in (d, d0):
+                    bad = got.view(np.int32) != want.view(np.int32)
+                    assert not bad.any(), f"{name} {m}x{k}x{n} c={cc is not None}: {bad.sum()} differ"
+                np.testing.assert_array_equal(idx, widx)
+                done.append(f"{name} {m}x{k}x{n} c={cc is not None}")
+    return done
+
+
+def median_ms(cp, fn, reps: int) -> float:
+    fn()
+    cp.cuda.Device().synchronize()
+    times = []
+    for _ in range(reps):
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(cp.cuda.get_elapsed_time(start, end))
+    return float(np.median(times))
+
+
+def operands(cp, case: str, n: int):
+    rs = cp.random.RandomState(1)
+    if case == "min_times_worst":
+        a, b = (rs.random_sample((n, n), dtype=np.float32) for _ in range(2))
+        a[rs.random_sample((n, n)) < 0.5] = 0
+        b[rs.random_sample((n, n)) < 0.5] = 0
+        return a, b
+    return tuple((rs.random_sample((n, n), dtype=np.float32) * 2 - 1) for _ in range(2))
+
+
+def time_case(cp, case: str, n: int, reps: int) -> dict:
+    be = tg.get_backend("cuda")
+    name = "min_times" if case.startswith("min_times") else case
+    sr = get_semiring(name)
+    a, b = operands(cp, case, n)
+    a3, b3 = a[None], b[None]
+    known = {"a": facts.of(a3, cp), "b": facts.of(b3, cp), "c": None}
+    assert not known["a"].nan and not known["b"].nan  # learns the facts once, as matmul does
+    d, _ = be._gemm(a3, b3, sr, None, False, known)
+    zeros = int((d == 0).sum())
+    return {"semiring": name, "n": n, "zero_outputs": zeros, "neg_zero_outputs":
+            int(((d == 0) & cp.signbit(d)).sum()),
+            "gemm_ms": median_ms(cp, lambda: be._gemm_kernels(a3, b3, sr, None, False, known), reps),
+            "gemm_and_pass_ms": median_ms(cp, lambda: be._gemm(a3, b3, sr, None, False, known), reps),
+            "pass_ms": median_ms(cp, lambda: zero_sign.fix(d, a3, b3, sr, None), reps),
+            "matmul_ms": median_ms(cp, lambda: tg.matmul(a, b, name, backend="cuda"), reps)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--n", type=int, default=4096)
+    ap.add_argument("--reps", type=int, default=7)
+    args = ap.parse_args()
+    import cupy as cp
+
+    t0 = time.time()
+    out = {"device": tg.get_backend("cuda").describe(), "checks": check(np.random.default_rng(0))}
+    out["cases"] = [time_case(cp, case, args.n, args.reps)
+                    for case in ("max_plus", "min_times", "min_times_worst")]
+    out["seconds"] = round(time.time() - t0, 1)
+    text = json.dumps(out, indent=1)
+    print(text)
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,223 @@
+"""The cuda backend's zero-sign pass (``backends/cuda/zero_sign.py``, ``cuda/zero_sign.cu``): every
+float min/max GEMM path gives zero results the ordered sign (-0 < +0) of ``zero_order.py``.
+
+Host part (no GPU): the module holds an instantiation for exactly the (⊕, ⊗, dtype) the rule covers
+(``zero_order.applies``), and the launch's strides and grid for broadcast batches, through a
+recording stand-in for ``kernels.function``. Device part, bits against the independent reference
+(tests/reference.py): operands of zeros whose common terms carry the sign that does not settle the
+output (max: -0, min: +0) and a few elements flipped to the one that does, beside ±inf, ±1, ±2,
+±1e-30 (a zero product in float32); through the skinny, wide, small and big tiles, the NZ and the
+guarded (ZN) times tiles, split k, the units launch, argmax with ``c``, broadcast batches, float64,
+``out=``, cupy operands on a non-default stream, and the one settling term at the end of a long k.
+The spy (``roles``) shows which kernels ran, the pass among them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from reference import ref_matmul
+
+import pytropical_gpu as tg
+from pytropical_gpu import zero_order
+from pytropical_gpu.backends.cuda import gemm_units, kernels, zero_sign
+from pytropical_gpu.semirings import get_semiring
+
+SELECTIVE = ["min_plus", "max_plus", "min_times", "max_times", "min_max", "max_min"]
+#: (a, b) zero signs (1: -0) whose terms have the sign that does not settle the output; flipping
+#: an element of b (or, for plus / times / max ⊗, of a) makes a term that settles it
+COMMON = {"max_plus": (1, 1), "min_plus": (1, 0), "max_times": (0, 1), "min_times": (0, 0),
+          "max_min": (0, 1), "min_max": (1, 0)}
+OTHER = np.array([1.0, -1.0, 2.0, -0.5, 1e-30, -1e-30, np.inf, -np.inf])
+
+
+def _bits(x):
+    x = np.asarray(x)
+    return x.view(np.int64 if x.itemsize == 8 else np.int32)
+
+
+def _operands(rng, name, dt, shape_a, shape_b, inf=True):
+    """Zeros of COMMON's signs, about one element of b in k (half as many of a) flipped, about one
+    in k of each replaced by an OTHER value (without ±inf when ``inf`` is False), and the second
+    row of a all OTHER values."""
+    k = shape_a[-1]
+    na, nb = COMMON[name]
+    a = np.full(shape_a, -0.0 if na else 0.0, dt)
+    b = np.full(shape_b, -0.0 if nb else 0.0, dt)
+    for x, frac in ((a, 0.5 / k), (b, 1.0 / k)):
+        flip = rng.random(x.shape) < frac
+        x[flip] = -x[flip]
+    vals = OTHER if inf else OTHER[:6]
+    for x in (a, b):
+        put = rng.random(x.shape) < 1.0 / k
+        x[put] = rng.choice(vals, int(put.sum()))
+    if shape_a[-2] > 1:
+        a[..., 1, :] = rng.choice(vals, k)
+    return a, b
+
+
+def _c(rng, name, dt, shape):
+    """c: zeros of the sign that does not settle the output, one in ten flipped, one in ten OTHER."""
+    c = np.full(shape, -0.0 if name.startswith("max") else 0.0, dt)
+    r = rng.random(shape)
+    c[r < 0.1] = -c[r < 0.1]
+    put = r > 0.9
+    c[put] = rng.choice(OTHER, int(put.sum()))
+    return c
+
+
+def _check(got, want, what):
+    got, want = np.asarray(got), np.asarray(want)
+    bad = _bits(got) != _bits(want)
+    assert not bad.any(), (f"{what}: {int(bad.sum())} of {bad.size} outputs differ in bits, first at "
+                           f"{np.argwhere(bad)[0].tolist()}: got {got[bad][0]!r}, want {want[bad][0]!r}")
+
+
+def _role(name, dt):
+    return zero_sign.role(*name.split("_"), np.dtype(dt).name)
+
+
+# ------------------------------------------------------------------------------ host
+def test_module_covers_exactly_the_rule():
+    for name in SELECTIVE + ["plus_times", "bor_band"]:
+        sr = get_semiring(name)
+        for dt in ("float32", "float64", "int32", "int64"):
+            covered = sr.add_op is not None and sr.mul_op is not None and (
+                zero_sign.role(sr.add_op, sr.mul_op, dt) in zero_sign.SPEC.names)
+            assert covered == zero_order.applies(sr, dt), (name, dt)
+    assert len(zero_sign.SPEC.names) == 16
+
+
+@pytest.mark.parametrize(("ba", "bb", "bc"), [(1, 3, 3), (3, 1, None), (3, 3, 1)])
+def test_launch_strides_and_grid(monkeypatch, ba, bb, bc):
+    launched = []
+    monkeypatch.setattr(kernels, "function", lambda spec, role: (
+        lambda grid, block, args: launched.append((spec, role, grid, block, args))))
+    m, k, n = 17, 5, 70
+    batch = max(ba, bb, bc or 1)
+    a, b = np.zeros((ba, m, k), np.float32), np.zeros((bb, k, n), np.float32)
+    c = None if bc is None else np.zeros((bc, m, n), np.float32)
+    d = np.zeros((batch, m, n), np.float32)
+    zero_sign.fix(d, a, b, get_semiring("max_min"), c)
+    (spec, role, grid, block, args), = launched
+    assert spec is zero_sign.SPEC and role == "zero_sign_max_min_float32"
+    assert grid == (batch * 3 * 3,) and block == (32 * zero_sign.ROWS,)
+    assert args[0] is a and args[1] is b and args[3] is d and (args[2] is c if c is not None
+                                                               else args[2] == 0)
+    assert [int(x) for x in args[4:]] == [m, n, k, 0 if ba == 1 else m * k, 0 if bb == 1 else k * n,
+                                          0 if bc in (None, 1) else m * n, batch]
+    launched.clear()
+    for name, dt in (("min_plus", np.int32), ("plus_times", np.float32)):  # the rule cannot matter
+        zero_sign.fix(d.astype(dt), a.astype(dt), b.astype(dt), get_semiring(name), None)
+    assert not launched
+
+
+# ------------------------------------------------------------------------------ device
+@pytest.mark.parametrize("name", SELECTIVE)
+@pytest.mark.parametrize(("m", "k", "n"), [(200, 20, 12), (3, 40, 1100), (9, 33, 130), (70, 67, 129),
+                                           (9, 1030, 11)],
+                         ids=["skinny", "wide", "small", "tiles", "split_k"])
+def test_paths_give_the_ordered_sign(roles, rng, name, m, k, n):
+    signs = set()
+    for dt in (np.float32, np.float64):
+        a, b = _operands(rng, name, dt, (m, k), (k, n))
+        c = _c(rng, name, dt, (m, n))
+        for cc in (None, c):
+            for argmax in (False, True):
+                roles.clear()
+                got = tg.matmul(a, b, name, c=cc, return_argmax=argmax, backend="cuda")
+                want, widx = ref_matmul(a, b, name, cc)
+                d, idx = got if argmax else (got, None)
+                _check(d, want, f"{name} {dt.__name__} c={cc is not None} argmax={argmax}")
+                if argmax:
+                    np.testing.assert_array_equal(idx, widx)
+                assert roles[-1] == _role(name, dt), roles
+                if k == 1030:
+                    assert any(r.startswith("combine") for r in roles), roles
+                signs |= {bool(s) for s in np.signbit(want[want == 0])}
+    assert signs == {False, True}, "the operands gave no zero of one sign: the test is vacuous"
+
+
+@pytest.mark.parametrize("name", ["min_times", "max_times"])
+@pytest.mark.parametrize("inf", [False, True], ids=["nz", "guarded"])
+def test_times_tiles(roles, rng, name, inf):
+    """9x33x130 (small tiles): the NZ tiles where the facts show no ±inf, else the guarded ones."""
+    a, b = _operands(rng, name, np.float32, (9, 33), (33, 130), inf=inf)
+    if inf:
+        b[5, 7] = np.inf if name == "min_times" else -np.inf
+    for argmax in (False, True):
+        roles.clear()
+        got = tg.matmul(a, b, name, return_argmax=argmax, backend="cuda")
+        want, widx = ref_matmul(a, b, name)
+        d, idx = got if argmax else (got, None)
+        _check(d, want, f"{name} argmax={argmax}")
+        if argmax:
+            np.testing.assert_array_equal(idx, widx)
+        assert any(r.startswith("nz_") for r in roles) == (not inf), roles
+
+
+@pytest.mark.parametrize("name", ["min_plus", "max_plus"])
+def test_units_launch(monkeypatch, roles, rng, name):
+    be = tg.get_backend("cuda")
+    monkeypatch.setattr(be, "_sm_count", lambda: 4)  # a small shape then plans big3 over units
+    a, b = _operands(rng, name, np.float32, (300, 1030), (1030, 260))
+    _check(tg.matmul(a, b, name, backend="cuda"), ref_matmul(a, b, name)[0], name)
+    assert roles == [gemm_units.ROLE, _role(name, np.float32)], roles
+
+
+@pytest.mark.parametrize("name", ["max_plus", "min_max"])
+def test_big_tile_sampled_rows(roles, rng, name):
+    m, k, n = 1536, 72, 1540  # >= 132 tiles of 128 x 128: the big tile
+    a, b = _operands(rng, name, np.float32, (m, k), (k, n))
+    d = tg.matmul(a, b, name, backend="cuda")
+    rows = np.r_[0:4, rng.integers(4, m - 70, 24), m - 70:m]
+    _check(d[rows], ref_matmul(a[rows], b, name)[0], name)
+    assert any(r.startswith("big") for r in roles), roles
+
+
+@pytest.mark.parametrize("name", ["max_plus", "min_times", "max_min"])
+def test_batched_broadcast(roles, rng, name):
+    for dt in (np.float32, np.float64):
+        a, b = _operands(rng, name, dt, (3, 9, 21), (1, 21, 10))
+        c = _c(rng, name, dt, (1, 9, 10))
+        _check(tg.matmul(a, b, name, c=c, backend="cuda"), ref_matmul(a, b, name, c)[0], "a batched")
+        a1 = a[:1].copy()
+        b3 = np.concatenate([b, -b, b[:, ::-1]])  # three different b
+        _check(tg.matmul(a1, b3, name, backend="cuda"), ref_matmul(a1, b3, name)[0], "b batched")
+        c3 = np.concatenate([c, -c, c])
+        got = tg.matmul(a1, b, name, c=c3, backend="cuda")
+        _check(got, ref_matmul(a1, b, name, c3)[0], "c batched")
+
+
+@pytest.mark.parametrize("name", ["min_plus", "max_times"])
+def test_cupy_operands_out_and_stream(roles, rng, name):
+    import cupy as cp
+
+    a, b = _operands(rng, name, np.float64, (40, 90), (90, 50))
+    want = ref_matmul(a, b, name)[0]
+    s = cp.cuda.Stream(non_blocking=True)
+    with s:
+        got = tg.matmul(cp.asarray(a), cp.asarray(b), name, backend="cuda")
+        out = cp.full((40, 50), 7.0)
+        tg.matmul(cp.asarray(a), cp.asarray(b), name, out=out, backend="cuda")
+    s.synchronize()
+    assert isinstance(got, cp.ndarray)
+    _check(got.get(), want, "cupy in and out")
+    _check(out.get(), want, "out= (cupy)")
+    host = np.full((40, 50), 7.0)
+    tg.matmul(a, b, name, out=host, backend="cuda")
+    _check(host, want, "out= (numpy)")
+
+
+@pytest.mark.parametrize("name", ["max_plus", "min_max"])
+def test_the_settling_term_is_the_last(roles, rng, name):
+    """Every term of a long k has the sign that does not settle the output but the last one of some
+    columns: the scan reaches the end (split k as well)."""
+    m, k, n = 7, 5000, 45
+    na, nb = COMMON[name]
+    a = np.full((m, k), -0.0 if na else 0.0, np.float32)
+    b = np.full((k, n), -0.0 if nb else 0.0, np.float32)
+    b[-1, ::3] = -b[-1, ::3]
+    want = ref_matmul(a, b, name)[0]
+    assert np.signbit(want[:, 1]).all() != np.signbit(want[:, 0]).all()  # the flip settles
+    _check(tg.matmul(a, b, name, backend="cuda"), want, name)
