@@ -20,6 +20,14 @@ GEMM = [
     ("max_times f32 with inf", "max_times",
      np.array([[_INF, 2], [-1, 0.5]], _F), np.array([[1, -2], [3, 4]], _F),
      np.array([[_INF, 8], [1.5, 2]], _F)),
+    # zeros are ordered, -0 < +0 (zero_order.py): terms +0 + -0 = +0 and -0 + -0 = -0 tie at zero
+    ("max_plus f32 ordered zeros", "max_plus",
+     np.array([[0.0, -0.0], [-0.0, -0.0]], _F), np.array([[-0.0, -1], [-0.0, -0.0]], _F),
+     np.array([[0.0, -0.0], [-0.0, -0.0]], _F)),
+    # terms max(+0, -0) = +0 and max(-0, -0) = -0: the min is -0; max(+0, +0) alone: +0
+    ("min_max f32 ordered zeros", "min_max",
+     np.array([[0.0, -0.0], [0.0, 1]], _F), np.array([[-0.0, 0.0], [-0.0, 2]], _F),
+     np.array([[-0.0, 0.0], [0.0, 0.0]], _F)),
     ("max_plus int32", "max_plus",
      np.array([[1, -7], [2**30, 4]], np.int32), np.array([[3, 0], [-1, 2**20]], np.int32),
      np.array([[4, 2**20 - 7], [2**30 + 3, 2**30]], np.int32)),
