@@ -2,17 +2,19 @@
 
 Checks first: float32 max_plus and min_times on small operands full of ±0 (and a few other values),
 every output's bits against tests/reference.py, with and without ``c`` and argmax (a failed check
-stops the run). Then CUDA-event medians at n³ (default 4096³, float32, cupy operands): the GEMM
-alone (``CudaBackend._gemm_kernels``), the GEMM and the pass (``_gemm``), the pass alone (again on
-the fixed output: the same reads and scans), and the whole ``matmul`` (with its NaN check), on
+stops the run). Then CUDA-event medians (float32, cupy operands): the GEMM alone
+(``CudaBackend._gemm_kernels``), the GEMM and the pass (``_gemm``), the pass alone (again on the
+fixed output: the same reads and scans), and the whole ``matmul`` (with its NaN check), on
 
-* ``max_plus`` and ``min_times``: uniform operands in [-1, 1) (almost no zero output: the pass
-  reads the output once);
-* ``min_times_worst``: nonnegative operands, half of them +0, so every output is +0 and has no -0
-  term: the pass scans all k terms of every output (its worst case).
+* ``uniform``: operands uniform in [-1, 1) (almost no zero output: the pass is one read of D and
+  two launches that return at once), square and skinny (the issue's 2,097,152×4×4 rows);
+* ``worst_s9``: min_times on nonnegative operands, half of them +0, so every output is +0 (session
+  9's worst case, every output scanned all k terms; the gate now sees no sign bit and skips them);
+* ``few_rows``: the same with a -0 as the last term of 8 rows of A, so the gate opens for those
+  rows' outputs and each of them scans all k terms.
 
-``python3 benchmarks/bench_zero_sign_cuda.py --json $OUT/zero_sign_cuda_h200_s9.json``
-(``--n 1024`` for a quick run).
+``python3 benchmarks/bench_zero_sign_cuda.py --json $OUT/zero_sign_cuda_h200_s10.json``
+(``--quick`` for small sizes).
 """
 
 from __future__ import annotations
@@ -72,46 +74,69 @@ def median_ms(cp, fn, reps: int) -> float:
     return float(np.median(times))
 
 
-def operands(cp, case: str, n: int):
+CASES = (  # (case, semiring, m, k, n)
+    ("uniform", "max_plus", 4096, 4096, 4096),
+    ("uniform", "min_times", 4096, 4096, 4096),
+    ("uniform", "max_plus", 1024, 1024, 1024),
+    ("uniform", "min_plus", 2097152, 4, 4),
+    ("uniform", "min_plus", 4, 4, 2097152),
+    ("uniform", "min_plus", 65536, 64, 64),
+    ("worst_s9", "min_times", 4096, 4096, 4096),
+    ("few_rows", "min_times", 4096, 4096, 4096),
+)
+QUICK = tuple((c, s, min(m, 300), min(k, 300), min(n, 300)) for c, s, m, k, n in CASES)
+
+
+def operands(cp, case: str, m: int, k: int, n: int):
     rs = cp.random.RandomState(1)
-    if case == "min_times_worst":
-        a, b = (rs.random_sample((n, n), dtype=np.float32) for _ in range(2))
-        a[rs.random_sample((n, n)) < 0.5] = 0
-        b[rs.random_sample((n, n)) < 0.5] = 0
-        return a, b
-    return tuple((rs.random_sample((n, n), dtype=np.float32) * 2 - 1) for _ in range(2))
+    if case == "uniform":
+        return (rs.random_sample((m, k), dtype=np.float32) * 2 - 1,
+                rs.random_sample((k, n), dtype=np.float32) * 2 - 1)
+    a, b = rs.random_sample((m, k), dtype=np.float32), rs.random_sample((k, n), dtype=np.float32)
+    a[rs.random_sample((m, k)) < 0.5] = 0
+    b[rs.random_sample((k, n)) < 0.5] = 0
+    if case == "few_rows":
+        a[:8, -1] = -0.0
+    return a, b
 
 
-def time_case(cp, case: str, n: int, reps: int) -> dict:
+def time_case(cp, case: str, name: str, m: int, k: int, n: int, reps: int) -> dict:
     be = tg.get_backend("cuda")
-    name = "min_times" if case.startswith("min_times") else case
     sr = get_semiring(name)
-    a, b = operands(cp, case, n)
+    a, b = operands(cp, case, m, k, n)
     a3, b3 = a[None], b[None]
     known = {"a": facts.of(a3, cp), "b": facts.of(b3, cp), "c": None}
     assert not known["a"].nan and not known["b"].nan  # learns the facts once, as matmul does
     d, _ = be._gemm(a3, b3, sr, None, False, known)
+    want = cp.asnumpy(d)
+    if m * k * n <= 2 ** 25:  # small enough for the numpy reference
+        ref, _ = ref_matmul(cp.asnumpy(a), cp.asnumpy(b), name)
+        assert (want.view(np.int32) == ref.view(np.int32)).all(), f"{case} {name} differs"
     zeros = int((d == 0).sum())
-    return {"semiring": name, "n": n, "zero_outputs": zeros, "neg_zero_outputs":
-            int(((d == 0) & cp.signbit(d)).sum()),
-            "gemm_ms": median_ms(cp, lambda: be._gemm_kernels(a3, b3, sr, None, False, known), reps),
-            "gemm_and_pass_ms": median_ms(cp, lambda: be._gemm(a3, b3, sr, None, False, known), reps),
-            "pass_ms": median_ms(cp, lambda: zero_sign.fix(d, a3, b3, sr, None), reps),
-            "matmul_ms": median_ms(cp, lambda: tg.matmul(a, b, name, backend="cuda"), reps)}
+    row = {"case": case, "semiring": name, "m": m, "k": k, "n": n, "zero_outputs": zeros,
+           "neg_zero_outputs": int(((d == 0) & cp.signbit(d)).sum()),
+           "gemm_ms": median_ms(cp, lambda: be._gemm_kernels(a3, b3, sr, None, False, known), reps),
+           "gemm_and_pass_ms": median_ms(cp, lambda: be._gemm(a3, b3, sr, None, False, known), reps),
+           "pass_ms": median_ms(cp, lambda: zero_sign.fix(d, a3, b3, sr, None), reps),
+           "matmul_ms": median_ms(cp, lambda: tg.matmul(a, b, name, backend="cuda"), reps)}
+    assert (cp.asnumpy(d).view(np.int32) == want.view(np.int32)).all(), "the pass is not idempotent"
+    moved = 4 * (m * k + k * n + m * n)
+    row["gemm_and_pass_gbps"] = round(moved / row["gemm_and_pass_ms"] / 1e6, 1)
+    row["gemm_gbps"] = round(moved / row["gemm_ms"] / 1e6, 1)
+    return row
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--json", help="write the results here")
-    ap.add_argument("--n", type=int, default=4096)
+    ap.add_argument("--quick", action="store_true", help="small sizes (at most 300)")
     ap.add_argument("--reps", type=int, default=7)
     args = ap.parse_args()
     import cupy as cp
 
     t0 = time.time()
     out = {"device": tg.get_backend("cuda").describe(), "checks": check(np.random.default_rng(0))}
-    out["cases"] = [time_case(cp, case, args.n, args.reps)
-                    for case in ("max_plus", "min_times", "min_times_worst")]
+    out["cases"] = [time_case(cp, *row, args.reps) for row in (QUICK if args.quick else CASES)]
     out["seconds"] = round(time.time() - t0, 1)
     text = json.dumps(out, indent=1)
     print(text)

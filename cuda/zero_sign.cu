@@ -6,10 +6,22 @@
 // applied: a max is +0 if any zero-valued term (or c) is +0, else -0; a min is -0 if any
 // zero-valued term (or c) is -0, else +0.
 //
-// One thread per output; a block is ROWS rows x 32 consecutive columns (a warp a row, so B's reads
-// coalesce and the block's warps share B's lines), blocks stride over (batch, row tile, column
-// tile). A non-zero output costs its one read; a zero output scans its k terms, 4 at a time, and
-// stops at the first step holding a term with the sign the rule wants (max: +0, min: -0).
+// Three launches on the GEMM's stream, no host wait, on a scratch the host zeroed (one memset):
+// word 0 "some output is a zero", then a flag word per row of A and per column of B.
+//  1. zero_any: reads D once, flat, 16 bytes a load where D is 16-byte aligned; a block that saw a
+//     zero sets word 0 (one store a block). Most products have no zero output: then the other two
+//     launches return at once and the pass costs this one read of D.
+//  2. zero_flags: the flags of every row of A and column of B (bit 0: it holds a -0; bit 1: it
+//     holds a value whose sign bit is set), k cut into chunks so that long rows and columns spread
+//     over the GPU; a chunk ORs its bits in with one atomic, only where it found any.
+//  3. zero_fix: one thread per output (flat, grid-stride); a zero output finds whether any of its
+//     terms can be -0 from its row's and column's flags (IEEE, round to nearest: x + y is -0 only
+//     for -0 + -0; a zero x * y is -0 only where the signs differ, underflow included; a min or max
+//     of zeros is -0 only with a -0 operand). Where none can, a min is c's sign (-0 only where c is
+//     -0) and a max is +0 (unless c is -0: then it looks for a zero term); where one can, it scans
+//     its k terms, 4 at a time, until a term has the sign that settles it (max: +0, min: -0).
+// The worst case left is a product whose rows and columns hold -0 (or, for times, negatives) while
+// its zero outputs' terms settle late: each such output scans up to k terms.
 //
 // Terms as zero_order._zero_terms: x + y and x * y have their own IEEE sign (one rounding in T,
 // compiled without flush to zero); a min ⊗ is -0 if either operand is -0, a max ⊗ +0 if either is
@@ -20,16 +32,26 @@ namespace ptg {
 
 template <typename T> struct ZeroBits;
 template <> struct ZeroBits<float> {
+  using V = float4;  // 16 bytes
   __device__ __forceinline__ static bool neg(float x) { return (__float_as_uint(x) >> 31) != 0u; }
+  __device__ __forceinline__ static bool negzero(float x) { return __float_as_uint(x) == 0x80000000u; }
   __device__ __forceinline__ static float make(bool neg) {
     return __uint_as_float(neg ? 0x80000000u : 0u);
   }
+  __device__ __forceinline__ static bool any_zero(V v) {
+    return v.x == 0.f || v.y == 0.f || v.z == 0.f || v.w == 0.f;
+  }
 };
 template <> struct ZeroBits<double> {
+  using V = double2;
   __device__ __forceinline__ static bool neg(double x) { return __double_as_longlong(x) < 0; }
+  __device__ __forceinline__ static bool negzero(double x) {
+    return __double_as_longlong(x) == (long long)0x8000000000000000ull;
+  }
   __device__ __forceinline__ static double make(bool neg) {
     return __longlong_as_double(neg ? (long long)0x8000000000000000ull : 0ll);
   }
+  __device__ __forceinline__ static bool any_zero(V v) { return v.x == 0.0 || v.y == 0.0; }
 };
 
 // 0: x is not a zero; 1: +0; 2: -0
@@ -57,35 +79,123 @@ __device__ __forceinline__ int term_kind(T x, T y) {
   }
 }
 
-// a (batch or 1, m, k), b (batch or 1, k, n), c (batch or 1, m, n) or null, d (batch, m, n), all
-// C-contiguous; sa, sb, sc: batch strides (0 where the operand broadcasts)
-template <typename T, bool MAX, int MUL, int ROWS>
-__global__ void __launch_bounds__(32 * ROWS)
-zero_sign(const T* __restrict__ a, const T* __restrict__ b, const T* __restrict__ c,
-          T* __restrict__ d, long long m, long long n, long long k, long long sa, long long sb,
-          long long sc, long long batch) {
-  const long long tm = (m + ROWS - 1) / ROWS, tn = (n + 31) / 32;
-  const long long per = tm * tn, tiles = batch * per;
-  const long long w = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int want = MAX ? 1 : 2;  // the sign that settles the output once seen
-  for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
-    const long long z = t / per, r = t - z * per;
-    const long long row = (r / tn) * ROWS + w, col = (r % tn) * 32 + lane;
-    if (row >= m || col >= n) continue;
-    const long long o = (z * m + row) * n + col;
-    if (d[o] != T(0)) continue;
-    bool seen = c != nullptr && zero_kind<T>(c[z * sc + row * n + col]) == want;
-    const T* ar = a + z * sa + row * k;
-    const T* bc = b + z * sb + col;
-    long long i = 0;
-    for (; i + 4 <= k && !seen; i += 4) {  // 4 terms a step: independent loads in flight
-      const bool s0 = term_kind<T, MUL>(ar[i], bc[i * n]) == want;
-      const bool s1 = term_kind<T, MUL>(ar[i + 1], bc[(i + 1) * n]) == want;
-      const bool s2 = term_kind<T, MUL>(ar[i + 2], bc[(i + 2) * n]) == want;
-      const bool s3 = term_kind<T, MUL>(ar[i + 3], bc[(i + 3) * n]) == want;
-      seen = s0 || s1 || s2 || s3;
+// 1. word 0 of flags := 1 if d[0:total] holds a zero
+template <typename T>
+__global__ void __launch_bounds__(256)
+zero_any(const T* __restrict__ d, long long total, unsigned* __restrict__ flags) {
+  using V = typename ZeroBits<T>::V;
+  constexpr int W = sizeof(V) / sizeof(T);
+  const long long stride = (long long)gridDim.x * blockDim.x;
+  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  bool found = false;
+  if ((reinterpret_cast<unsigned long long>(d) & 15ull) == 0) {
+    const V* dv = reinterpret_cast<const V*>(d);
+    const long long nv = total / W;
+    for (long long j = i; j < nv; j += stride) found |= ZeroBits<T>::any_zero(dv[j]);
+    for (long long j = nv * W + i; j < total; j += stride) found |= d[j] == T(0);
+  } else {
+    for (long long j = i; j < total; j += stride) found |= d[j] == T(0);
+  }
+  if (__syncthreads_or(found) && threadIdx.x == 0) flags[0] = 1u;
+}
+
+// 2. flags[1 + r] |= the bits of row r of a (ra rows of k: every batch entry's rows), then
+// flags[1 + ra + c] |= the bits of column c of b (cb columns: every batch entry's n columns; the
+// column c = zb * n + j is b[zb * k * n + i * n + j]). Work items: (row, chunk of RK) a warp, then
+// (32 columns, chunk of CK) a block of 8 warps.
+constexpr long long RK = 1024, CK = 256;
+
+template <typename T>
+__device__ __forceinline__ unsigned bits_of(T x) {
+  return (ZeroBits<T>::negzero(x) ? 1u : 0u) | (ZeroBits<T>::neg(x) ? 2u : 0u);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(256)
+zero_flags(const T* __restrict__ a, const T* __restrict__ b, long long ra, long long k,
+           long long n, long long cb, unsigned* __restrict__ flags) {
+  if (*(volatile const unsigned*)flags == 0u) return;  // no zero output: nothing to decide
+  __shared__ unsigned part[8][32];
+  const long long kcr = (k + RK - 1) / RK, kcc = (k + CK - 1) / CK;
+  const long long blocks_a = (ra * kcr + 7) / 8;
+  const long long ntile = (n + 31) / 32, batches_b = cb / (n > 0 ? n : 1);
+  const long long blocks = blocks_a + batches_b * ntile * kcc;
+  const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  for (long long blk = blockIdx.x; blk < blocks; blk += gridDim.x) {
+    if (blk < blocks_a) {  // a row's chunk a warp
+      const long long item = blk * 8 + w;
+      if (item >= ra * kcr) continue;
+      const long long r = item / kcr, i0 = (item - r * kcr) * RK;
+      const long long i1 = i0 + RK < k ? i0 + RK : k;
+      const T* row = a + r * k;
+      unsigned acc = 0u;
+      for (long long i = i0 + lane; i < i1; i += 32) acc |= bits_of<T>(row[i]);
+      const unsigned nz = __any_sync(0xffffffffu, acc & 1u), sb = __any_sync(0xffffffffu, acc & 2u);
+      if (lane == 0 && (nz | sb)) atomicOr(flags + 1 + r, nz | (sb << 1));
+    } else {  // 32 columns' chunk a block: warp w reads rows i0 + w, i0 + w + 8, ...
+      const long long t = blk - blocks_a;
+      const long long zb = t / (ntile * kcc), rest = t - zb * ntile * kcc;
+      const long long tile = rest / kcc, i0 = (rest - tile * kcc) * CK;
+      const long long i1 = i0 + CK < k ? i0 + CK : k;
+      const long long j = tile * 32 + lane;
+      unsigned acc = 0u;
+      if (j < n) {
+        const T* col = b + zb * k * n + j;
+        for (long long i = i0 + w; i < i1; i += 8) acc |= bits_of<T>(col[i * n]);
+      }
+      part[w][lane] = acc;
+      __syncthreads();
+      if (w == 0) {
+        for (int q = 1; q < 8; ++q) acc |= part[q][lane];
+        if (acc != 0u && j < n) atomicOr(flags + 1 + ra + zb * n + j, acc);
+      }
+      __syncthreads();
     }
-    for (; i < k && !seen; ++i) seen = term_kind<T, MUL>(ar[i], bc[i * n]) == want;
+  }
+}
+
+// 3. the ordered sign of every zero of d (batch, m, n); a (batch or 1, m, k), b (batch or 1, k, n),
+// c (batch or 1, m, n) or null, all C-contiguous; sa, sb, sc: batch strides (0 where the operand
+// broadcasts); flags as zero_flags wrote them with ra = (sa ? batch : 1) * m
+template <typename T, bool MAX, int MUL>
+__global__ void __launch_bounds__(256)
+zero_fix(const T* __restrict__ a, const T* __restrict__ b, const T* __restrict__ c,
+         T* __restrict__ d, long long m, long long n, long long k, long long sa, long long sb,
+         long long sc, long long batch, const unsigned* __restrict__ flags) {
+  if (*(volatile const unsigned*)flags == 0u) return;
+  const long long total = batch * m * n, mn = m * n;
+  const long long stride = (long long)gridDim.x * blockDim.x;
+  const unsigned* fa = flags + 1;
+  const unsigned* fb = fa + (sa ? batch : 1) * m;
+  const int want = MAX ? 1 : 2;  // the sign that settles the output once seen
+  for (long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x; o < total; o += stride) {
+    if (d[o] != T(0)) continue;
+    const long long z = o / mn, r = o - z * mn, row = r / n, col = r - row * n;
+    const int ck = c != nullptr ? zero_kind<T>(c[z * sc + r]) : 0;
+    bool seen = ck == want;
+    if (!seen) {
+      const unsigned f = fa[(sa ? z : 0) * m + row], g = fb[(sb ? z : 0) * n + col];
+      const bool can_neg = MUL == 0 ? (f & g & 1u) != 0u
+                         : MUL == 1 ? ((f | g) & 2u) != 0u : ((f | g) & 1u) != 0u;
+      bool scan = can_neg;
+      if (!can_neg && MAX) {  // every zero term is +0: +0 unless c is -0 (then: is there one?)
+        seen = ck != 2;
+        scan = !seen;
+      }
+      if (scan) {
+        const T* ar = a + z * sa + row * k;
+        const T* bc = b + z * sb + col;
+        long long i = 0;
+        for (; i + 4 <= k && !seen; i += 4) {  // 4 terms a step: independent loads in flight
+          const bool s0 = term_kind<T, MUL>(ar[i], bc[i * n]) == want;
+          const bool s1 = term_kind<T, MUL>(ar[i + 1], bc[(i + 1) * n]) == want;
+          const bool s2 = term_kind<T, MUL>(ar[i + 2], bc[(i + 2) * n]) == want;
+          const bool s3 = term_kind<T, MUL>(ar[i + 3], bc[(i + 3) * n]) == want;
+          seen = s0 || s1 || s2 || s3;
+        }
+        for (; i < k && !seen; ++i) seen = term_kind<T, MUL>(ar[i], bc[i * n]) == want;
+      }
+    }
     d[o] = ZeroBits<T>::make(MAX ? !seen : seen);
   }
 }

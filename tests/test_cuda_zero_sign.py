@@ -85,26 +85,32 @@ def test_module_covers_exactly_the_rule():
             covered = sr.add_op is not None and sr.mul_op is not None and (
                 zero_sign.role(sr.add_op, sr.mul_op, dt) in zero_sign.SPEC.names)
             assert covered == zero_order.applies(sr, dt), (name, dt)
-    assert len(zero_sign.SPEC.names) == 16
+    assert len(zero_sign.SPEC.names) == 16 + 4  # + zero_any, zero_flags a dtype
 
 
 @pytest.mark.parametrize(("ba", "bb", "bc"), [(1, 3, 3), (3, 1, None), (3, 3, 1)])
-def test_launch_strides_and_grid(monkeypatch, ba, bb, bc):
+def test_launches_strides_and_flags(monkeypatch, ba, bb, bc):
     launched = []
     monkeypatch.setattr(kernels, "function", lambda spec, role: (
         lambda grid, block, args: launched.append((spec, role, grid, block, args))))
+    monkeypatch.setattr(zero_sign, "_flags", lambda size: np.zeros(size, np.uint32))
     m, k, n = 17, 5, 70
     batch = max(ba, bb, bc or 1)
     a, b = np.zeros((ba, m, k), np.float32), np.zeros((bb, k, n), np.float32)
     c = None if bc is None else np.zeros((bc, m, n), np.float32)
     d = np.zeros((batch, m, n), np.float32)
     zero_sign.fix(d, a, b, get_semiring("max_min"), c)
-    (spec, role, grid, block, args), = launched
-    assert spec is zero_sign.SPEC and role == "zero_sign_max_min_float32"
-    assert grid == (batch * 3 * 3,) and block == (32 * zero_sign.ROWS,)
-    assert args[0] is a and args[1] is b and args[3] is d and (args[2] is c if c is not None
-                                                               else args[2] == 0)
-    assert [int(x) for x in args[4:]] == [m, n, k, 0 if ba == 1 else m * k, 0 if bb == 1 else k * n,
+    (s1, r1, _, b1, x1), (s2, r2, _, _, x2), (s3, r3, _, _, x3) = launched
+    assert {s1, s2, s3} == {zero_sign.SPEC} and b1 == (zero_sign.THREADS,)
+    assert (r1, r2, r3) == ("zero_any_float32", "zero_flags_float32", "zero_sign_max_min_float32")
+    flags = x1[2]  # one scratch: "a zero output", a word per row of A, per column of B
+    assert flags.shape == (1 + ba * m + bb * n,) and not flags.any()
+    assert x1[0] is d and int(x1[1]) == batch * m * n
+    assert x2[0] is a and x2[1] is b and x2[-1] is flags
+    assert [int(v) for v in x2[2:6]] == [ba * m, k, n, bb * n]
+    assert x3[0] is a and x3[1] is b and x3[3] is d and x3[-1] is flags and (
+        x3[2] is c if c is not None else x3[2] == 0)
+    assert [int(x) for x in x3[4:11]] == [m, n, k, 0 if ba == 1 else m * k, 0 if bb == 1 else k * n,
                                           0 if bc in (None, 1) else m * n, batch]
     launched.clear()
     for name, dt in (("min_plus", np.int32), ("plus_times", np.float32)):  # the rule cannot matter
@@ -162,7 +168,8 @@ def test_units_launch(monkeypatch, roles, rng, name):
     monkeypatch.setattr(be, "_sm_count", lambda: 4)  # a small shape then plans big3 over units
     a, b = _operands(rng, name, np.float32, (300, 1030), (1030, 260))
     _check(tg.matmul(a, b, name, backend="cuda"), ref_matmul(a, b, name)[0], name)
-    assert roles == [gemm_units.ROLE, _role(name, np.float32)], roles
+    assert roles == [gemm_units.ROLE, "zero_any_float32", "zero_flags_float32",
+                     _role(name, np.float32)], roles
 
 
 @pytest.mark.parametrize("name", ["max_plus", "min_max"])
@@ -221,3 +228,57 @@ def test_the_settling_term_is_the_last(roles, rng, name):
     want = ref_matmul(a, b, name)[0]
     assert np.signbit(want[:, 1]).all() != np.signbit(want[:, 0]).all()  # the flip settles
     _check(tg.matmul(a, b, name, backend="cuda"), want, name)
+
+
+#: base values a semiring's operands take so that most outputs are zeros whose terms cannot be -0
+#: (the flags then skip the scan), and what is planted in a few rows of A and columns of B
+BASE = {"min_plus": [0.0, 1.0, 2.0], "max_plus": [0.0, -1.0, -2.0], "min_times": [0.0, 1.0, 2.0],
+        "max_times": [0.0, 0.0, 0.0, 1.0], "min_max": [0.0, 1.0], "max_min": [0.0, 0.0, 0.0, 1.0]}
+PLANT = [-0.0, -0.0, -1.0]
+
+
+@pytest.mark.parametrize("name", SELECTIVE)
+@pytest.mark.parametrize(("ba", "bb"), [(1, 1), (3, 1), (1, 3)])
+def test_row_and_column_flags_gate_the_scan(roles, rng, name, ba, bb):
+    """Most rows of A and columns of B hold no -0 (nor, for times, a negative): their zero outputs
+    are settled from the flags alone (min: c's sign, max: +0); a few rows and columns get -0 or
+    -1 planted, some late in a long k (past the first chunk of A's rows and of B's columns), so
+    the flags of a row or column reach it across chunks and its outputs are scanned."""
+    m, k, n = 37, 1300, 45
+    for dt in (np.float32, np.float64):
+        a = rng.choice(BASE[name], (ba, m, k)).astype(dt)
+        b = rng.choice(BASE[name], (bb, k, n)).astype(dt)
+        for z in range(ba):
+            for row in rng.choice(m, 3, replace=False):
+                a[z, row, rng.choice([3, 1299, int(rng.integers(k))])] = rng.choice(PLANT)
+        for z in range(bb):
+            for col in rng.choice(n, 3, replace=False):
+                b[z, rng.choice([5, 1299, int(rng.integers(k))]), col] = rng.choice(PLANT)
+        if name.startswith("max"):  # a zero row of each kind: every term of its outputs a zero
+            a[0, 0] = 0.0
+            a[0, 1] = -0.0
+        c = rng.choice([0.0, -0.0, 5.0, -5.0], (max(ba, bb), m, n)).astype(dt)
+        signs = set()
+        for cc in (None, c):
+            want = ref_matmul(a, b, name, cc)[0]
+            _check(tg.matmul(a, b, name, c=cc, backend="cuda"), want, f"{name} {dt.__name__}")
+            signs |= {bool(s) for s in np.signbit(want[want == 0])}
+        assert signs == {False, True}, "no zero of one sign: the test is vacuous"
+        assert roles[-3:] == [f"zero_any_{np.dtype(dt).name}", f"zero_flags_{np.dtype(dt).name}",
+                              _role(name, dt)], roles
+
+
+def test_unaligned_output(roles, rng):
+    """The pass on an output 4 bytes past a 16-byte boundary (its zero check reads element-wise)."""
+    import cupy as cp
+
+    a = rng.choice([0.0, -0.0, 1.0], (1, 9, 40)).astype(np.float32)
+    b = rng.choice([0.0, -0.0, 1.0], (1, 40, 13)).astype(np.float32)
+    want = ref_matmul(a, b, "min_plus")[0]
+    assert set(np.signbit(want[want == 0]).tolist()) == {False, True}
+    raw = cp.empty(1 + want.size, np.float32)
+    d = raw[1:].reshape(want.shape)
+    d[...] = cp.asarray(np.abs(want))  # every zero +0: the -0 ones are the pass's to set
+    assert d.data.ptr % 16 != 0
+    zero_sign.fix(d, cp.asarray(a), cp.asarray(b), get_semiring("min_plus"), None)
+    _check(d.get(), want, "unaligned")

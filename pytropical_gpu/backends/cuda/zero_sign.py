@@ -3,11 +3,14 @@
 kernels fold with the hardware's min / max, which need not order zeros, and the argmax epilogues
 store a matching term's bits; the argmax index is left as it is.
 
-One launch on the current stream (the GEMM's) right after the GEMM, its split-k fold and ``c``, in
-place on the output, no host wait. Cost: every output is read once; a zero output also rescans its
-k terms, 4 a step, stopping once a term (or ``c``) has the sign the rule wants (max: +0, min: -0).
-Worst case: a min semiring whose zero outputs have no -0 term (min_times on nonnegative operands
-full of zeros) reads all k terms of every zero output, a naive GEMM over those outputs.
+One memset and three launches on the current stream (the GEMM's) right after the GEMM, its split-k
+fold and ``c``, in place on the output, no host wait: ``zero_any`` reads the output once and marks
+whether it holds a zero; only then do ``zero_flags`` (one read of A and B: which rows and columns
+hold a -0 or a negative) and ``zero_fix`` do anything. A zero output whose row and column flags show
+that no term can be -0 takes its sign from ``c`` (min) or is +0 (max) at once; the others rescan
+their k terms, 4 a step, until one (or ``c``) has the sign that settles them (max: +0, min: -0).
+Cost: one read of the output where it holds no zero; else also one read of A and B, plus the scans
+of the zero outputs whose flags allow a -0 term.
 """
 
 from __future__ import annotations
@@ -18,10 +21,14 @@ from ... import zero_order
 from ..base import ceil_div
 from . import kernels
 
-#: rows of outputs a block covers (a warp each, on 32 consecutive columns: B's lines are shared)
-ROWS = 8
+#: threads a block, and most blocks a launch: grid-stride loops cover the rest, and a launch that
+#: returns at once (no zero output) costs little more than its launch
+THREADS = 256
+MAX_BLOCKS = 4096
 _MUL = {"plus": 0, "times": 1, "min": 2, "max": 3}
 _NULL = np.uint64(0)
+#: rows of A a warp's chunk, rows of B a block's chunk (as RK, CK in cuda/zero_sign.cu)
+RK, CK = 1024, 256
 
 
 def role(add_op: str, mul_op: str, dtype) -> str:
@@ -29,10 +36,27 @@ def role(add_op: str, mul_op: str, dtype) -> str:
     return f"zero_sign_{add_op}_{mul_op}_{np.dtype(dtype).name}"
 
 
-#: every (⊕, ⊗, dtype) the rule covers (``zero_order.applies``), one module
+_FLOATS = ("float32", "float64")
+#: every (⊕, ⊗, dtype) the rule covers (``zero_order.applies``), and per dtype the two kernels
+#: that come first (``zero_any_<dtype>``, ``zero_flags_<dtype>``), one module
 SPEC = kernels.ModuleSpec("zero_sign", "zero_sign.cu", {
-    role(add, mul, dt): f"ptg::zero_sign<{kernels.CTYPES[dt]}, {str(add == 'max').lower()}, {code}, {ROWS}>"
-    for add in ("min", "max") for mul, code in _MUL.items() for dt in ("float32", "float64")})
+    **{role(add, mul, dt): f"ptg::zero_fix<{kernels.CTYPES[dt]}, {str(add == 'max').lower()}, {code}>"
+       for add in ("min", "max") for mul, code in _MUL.items() for dt in _FLOATS},
+    **{f"zero_{what}_{dt}": f"ptg::zero_{what}<{kernels.CTYPES[dt]}>"
+       for what in ("any", "flags") for dt in _FLOATS}})
+
+
+def _blocks(work: int) -> int:
+    return max(1, min(work, MAX_BLOCKS))
+
+
+def _flags(size: int):
+    """``size`` zeroed uint32 words on the device, zeroed on the current stream (one memset)."""
+    import cupy as cp
+
+    flags = cp.empty(size, np.uint32)
+    cp.cuda.runtime.memsetAsync(flags.data.ptr, 0, flags.nbytes, cp.cuda.get_current_stream().ptr)
+    return flags
 
 
 def fix(d, a, b, sr, c) -> None:
@@ -45,12 +69,19 @@ def fix(d, a, b, sr, c) -> None:
     batch, m, n = d.shape
     k = a.shape[2]
     i64 = np.int64
-    tiles = batch * ceil_div(m, ROWS) * ceil_div(n, 32)
-    blocks = max(1, min(tiles, 8 * 65536))
-    kernels.function(SPEC, role(sr.add_op, sr.mul_op, dt))((blocks,), (32 * ROWS,), (
+    ra, cb = a.shape[0] * m, b.shape[0] * n
+    flags = _flags(1 + ra + cb)  # "a zero output", then A's rows, B's columns
+    total = batch * m * n
+    kernels.function(SPEC, f"zero_any_{dt.name}")(
+        (_blocks(ceil_div(total, 4 * THREADS)),), (THREADS,), (d, i64(total), flags))
+    work = ceil_div(ra * ceil_div(k, RK), 8) + b.shape[0] * ceil_div(n, 32) * ceil_div(k, CK)
+    kernels.function(SPEC, f"zero_flags_{dt.name}")((_blocks(work),), (THREADS,), (
+        a, b, i64(ra), i64(k), i64(n), i64(cb), flags))
+    kernels.function(SPEC, role(sr.add_op, sr.mul_op, dt))((_blocks(ceil_div(total, THREADS)),),
+                                                            (THREADS,), (
         a, b, _NULL if c is None else c, d, i64(m), i64(n), i64(k),
         i64(0 if a.shape[0] == 1 else m * k), i64(0 if b.shape[0] == 1 else k * n),
-        i64(0 if c is None or c.shape[0] == 1 else m * n), i64(batch)))
+        i64(0 if c is None or c.shape[0] == 1 else m * n), i64(batch), flags))
 
 
-__all__ = ["ROWS", "SPEC", "fix", "role"]
+__all__ = ["SPEC", "fix", "role"]
