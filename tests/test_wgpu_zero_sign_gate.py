@@ -75,6 +75,7 @@ def test_gate_shut_everywhere(ctx, rng, name):
     if name == "max_plus":
         a[:5] = -rng.choice(np.array([1.0, 2.0], F32), (5, k))  # rows whose terms may all be < 0
         b[:, :3] = rng.choice(np.array([0.0, 0.5], F32), (k, 3))
+    assert not _can(a, b, name).any()  # (the case is what it says: no output's gate opens)
     want = _check(ctx, a, b, name, what="shut")
     assert (want == 0).any()
     c = rng.choice(C_VALUES, (m, n))
@@ -91,6 +92,8 @@ def test_gate_open_in_one_row_and_column(ctx, rng, name, shape):
     term, all others cannot; with and without c."""
     m, k, n = shape
     a, b = _with_signs(rng, _draw(rng, name, (m, k)), _draw(rng, name, (k, n)), name)
+    can = _can(a, b, name)
+    assert can.any() and (m * n == 1 or not can.all())  # open for some outputs only
     want = _check(ctx, a, b, name, what="open")
     if name.startswith("min") and m * n > 1:
         assert ((want == 0) & np.signbit(want)).any() and ((want == 0) & ~np.signbit(want)).any()
@@ -177,6 +180,15 @@ def _host_flags(x: np.ndarray, axis: int) -> np.ndarray:
     nz = ((u & 0x7F800000) == 0) & (u >= 0x80000000)
     return (nz.any(axis=axis).astype(np.uint32) | (np.signbit(x).any(axis=axis) << 1)).astype(
         np.uint32)
+
+
+def _can(a: np.ndarray, b: np.ndarray, name: str) -> np.ndarray:
+    """(m, n): a term of the output can be -0, by the gate's rule from the host flags."""
+    fa, fb = _host_flags(a, -1)[:, None], _host_flags(b, 0)[None, :]
+    mul = name.split("_")[1]
+    if mul == "plus":
+        return (fa & fb & 1) != 0
+    return ((fa | fb) & (2 if mul == "times" else 1)) != 0
 
 
 @pytest.mark.parametrize("shape", [(3, 1, 300, 70, 90), (1, 2, 37, 53, 29), (2, 2, 9, 1000, 33),
