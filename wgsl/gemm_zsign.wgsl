@@ -3,20 +3,30 @@
 // min / max, which may return either of two equal zeros; the rule orders them (-0 < +0, IEEE
 // 754-2019 maximum / minimum): a zero max is +0 if c or any zero term is +0, else -0; a zero min
 // is -0 if c or any zero term is -0, else +0. One thread per output: a non-zero output returns at
-// once; a zero one looks at c, then scans its k terms until one decides (max: a +0 term, min: a -0
-// term), so it costs up to k terms (all of k where none decides).
+// once; a zero one looks at c, then, unless the gate (below) rules out a -0 term, scans its k terms
+// until one decides (max: a +0 term, min: a -0 term), so it costs up to k terms (all of k where
+// none decides).
 // Signs are read from the bits (a compiler need not keep the sign of a zero through arithmetic): a
 // term x ⊗ y is a zero where the GEMM's ⊗ gives 0 (a term from the semiring's zero, ±inf, never
 // does, so no guard); its sign is IEEE's for plus (-0 only from -0 + -0) and times (the signs'
 // XOR), and the ordered one for min (-0 if x or y is -0) and max (+0 if x or y is +0).
-// Bindings as the GEMM's: A, B, D[, C], batch strides in elements (0: broadcast).
+// The gate: FL (gemm_zflags.wgsl, run just before in the same submit) holds flags of every row of A
+// and column of B (bit 0: a -0 or negative subnormal, bit 1: a sign bit), from which CAN says
+// whether any term of output (i, j) can be a -0: plus needs -0 + -0 (NZ of the row and of the
+// column), times a sign bit in either (a zero product is -0 only for operands of opposite signs),
+// min and max a -0 in either (the ordered min / max of zeros is -0 only with a -0 operand). Where
+// none can, every zero term is +0, so a zero min is +0 (c, if it is -0, was taken first) and a zero
+// max is +0 unless c is -0 (then the scan: a +0 term, if any, decides): no scan of k.
+// Bindings as the GEMM's: A, B, D[, C], then FL; batch strides in elements (0: broadcast); fa_bs,
+// fb_bs: FL's batch strides of A's rows (m or 0) and B's columns (n or 0), fb_off where B's start.
 $$ if T != "f32"
 {{ fail("gemm_zsign: T must be f32, got " ~ T) }}
 $$ endif
 $$ if ADD_OP not in ("min", "max") or MUL_OP not in ("plus", "times", "min", "max")
 {{ fail("gemm_zsign: ADD_OP must be min or max and MUL_OP plus, times, min or max, got " ~ ADD_OP ~ ", " ~ MUL_OP) }}
 $$ endif
-struct Params { m: u32, n: u32, k: u32, a_bs: u32, b_bs: u32, c_bs: u32, d_bs: u32, nx: u32 };
+struct Params { m: u32, n: u32, k: u32, a_bs: u32, b_bs: u32, c_bs: u32, d_bs: u32, nx: u32,
+                fa_bs: u32, fb_off: u32, fb_bs: u32 };
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<storage, read> A: array<u32>;
 @group(0) @binding(2) var<storage, read> B: array<u32>;
@@ -24,6 +34,7 @@ struct Params { m: u32, n: u32, k: u32, a_bs: u32, b_bs: u32, c_bs: u32, d_bs: u
 $$ if HAS_C
 @group(0) @binding(4) var<storage, read> C: array<u32>;
 $$ endif
+@group(0) @binding({{ 5 if HAS_C else 4 }}) var<storage, read> FL: array<u32>;
 
 const SIGN = 0x80000000u;
 const MAG = 0x7fffffffu;
@@ -64,8 +75,34 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let i = idx / P.n;
     let j = idx % P.n;
 $$ if HAS_C
-    if (C[wg.z * P.c_bs + idx] == DECIDES) {
+    let cv = C[wg.z * P.c_bs + idx];
+    if (cv == DECIDES) {
         D[o] = DECIDES;
+        return;
+    }
+$$ endif
+    let fa = FL[wg.z * P.fa_bs + i];
+    let fb = FL[P.fb_off + wg.z * P.fb_bs + j];
+$$ if MUL_OP == "plus"
+    let can = (fa & fb & 1u) != 0u;
+$$ elif MUL_OP == "times"
+    let can = ((fa | fb) & 2u) != 0u;
+$$ else
+    let can = ((fa | fb) & 1u) != 0u;
+$$ endif
+$$ if ADD_OP == "min"
+    if (!can) {  // every zero term is +0, and c is not -0
+        D[o] = 0u;
+        return;
+    }
+$$ elif HAS_C
+    if (!can && cv != SIGN) {  // a zero max without a -0 c: some term is a zero, and it is +0
+        D[o] = 0u;
+        return;
+    }
+$$ else
+    if (!can) {  // a zero max: some term is a zero, and it is +0
+        D[o] = 0u;
         return;
     }
 $$ endif

@@ -166,8 +166,8 @@ def matmul(be, a, b, semiring, c=None, out=None, return_argmax=False):
     eng.recording.append(_tnew(Dispatch, (rec.pipe, (ba, bb, bd, _tnew(
         Binding, (arena.handle, at, nf))), rec.groups, rec.params)))
     zs = rec.zs
-    if zs is not None:  # the zero-sign pass, in place on D (the facts ignore a zero's sign)
-        eng.recording.append(_tnew(Dispatch, (zs[0], (ba, bb, bd), zs[1], zs[2])))
+    if zs is not None:  # the zero-sign gate and pass, in place on D (facts ignore a zero's sign)
+        eng.recording += zs.dispatches(ba, bb, bd)
     counts = eng.stats
     counts["recorded"] = counts.get("recorded", 0) + 1
     counts["fast_calls"] = counts.get("fast_calls", 0) + 1

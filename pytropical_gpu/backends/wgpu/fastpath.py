@@ -149,8 +149,8 @@ def matmul(be, a, b, semiring, c=None, out=None, return_argmax=False):
         d, bd = _result(eng, rec.cap, rec.nbytes, dt, (m, n), reader)
         cmds = [Dispatch(rec.pipe, binds + (bd, Binding(reader.handle, at, nf)), rec.groups,
                          rec.params)]
-        if rec.zs is not None:  # the zero-sign pass, in place on D (the facts ignore its sign)
-            cmds.append(Dispatch(rec.zs[0], binds + (bd,), rec.zs[1], rec.zs[2]))
+        if rec.zs is not None:  # the zero-sign gate and pass, in place on D (facts ignore its sign)
+            cmds += rec.zs.dispatches(*binds, bd)
         eng.submit(cmds)
         eng.count("fast_calls")
         return d

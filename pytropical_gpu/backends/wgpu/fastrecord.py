@@ -19,7 +19,8 @@ _GEMM_DTYPES = frozenset({np.dtype(np.float32), np.dtype(np.int32), _U32})
 class _GemmRecord:
     """What a 2-D GEMM of one (semiring, dtype, m, k, n, guard, fused-facts setting) records:
     pipeline, grid, uniforms, result bytes, the facts reduction's pipeline, grid and uniforms, and
-    ``zs``: the zero-sign pass's (pipeline, grid, uniforms) on A, B, D, or None (:mod:`.zsign`).
+    ``zs``: the zero-sign gate and pass (:class:`.zsign.Pass`, with its own flags buffer) on A,
+    B, D, or None (:mod:`.zsign`).
     ``fused``: the most workgroups whose tiled GEMM writes its result's facts in its own epilogue
     (:data:`.fastpath.FUSED_FACTS_GROUPS`, as read by the caller for the record's key)."""
 
@@ -40,7 +41,7 @@ class _GemmRecord:
                                  **code.params(), **kp, HAS_C=False)
         d = _gemm.make_dispatch(eng, self.pipe, kname, kp, (), m, n, k, 1, 0, 0, 0)
         self.groups, self.params = d.groups, d.params
-        self.zs = zsign.record(eng, sr, dt, m, n, k)
+        self.zs = zsign.scratch(eng, zsign.record(eng, sr, dt, m, n, k))
         self.nbytes = m * n * dt.itemsize
         self.cap = eng.pool._class(self.nbytes)
         size = m * n
@@ -75,8 +76,8 @@ def separate(eng, rec, binds, dt, shape):
         eng._keep.append(reader)
     d, bd = _result(eng, rec.cap, rec.nbytes, dt, shape, reader)
     cmds = [Dispatch(rec.pipe, binds + (bd,), rec.groups, rec.params)]
-    if rec.zs is not None:  # the zero-sign pass, in place on D (facts ignore a zero's sign)
-        cmds.append(Dispatch(rec.zs[0], binds + (bd,), rec.zs[1], rec.zs[2]))
+    if rec.zs is not None:  # the zero-sign gate and pass, in place on D (facts ignore its sign)
+        cmds += rec.zs.dispatches(*binds, bd)
     if reader is not None:
         cmds.append(Dispatch(rec.fpipe, (bd, Binding(reader.handle, 0, 32)), rec.fgroups,
                              rec.fparams))

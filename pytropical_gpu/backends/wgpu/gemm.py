@@ -256,8 +256,8 @@ def gemm(eng: Engine, a: np.ndarray, b: np.ndarray, sr: Semiring, c, argmax: boo
             more, tmp = passes.argfix_commands(eng, code, kp, binds[:4], mm, nn, k, nbat, a_bs,
                                                b_bs)
             cmds += more
-        cmds += zsign.commands(eng, sr, dt, binds, mm, nn, k, nbat, a_bs, b_bs, c_bs, argmax)
-        bufs += tmp
+        z, ztmp = zsign.commands(eng, sr, dt, binds, mm, nn, k, nbat, a_bs, b_bs, c_bs, argmax)
+        cmds, bufs = cmds + z, bufs + tmp + ztmp  # (the gate's flags buffer among the temporaries)
         outs = [(dbuf, dt, (nbat, mm, nn))] + ([(ibuf, np.int32, (nbat, mm, nn))] if argmax else [])
         if keep and whole:  # the whole result in one block: it stays where the kernel wrote it,
             st = stats.record(eng, dbuf, dt, nbat * mm * nn)  # its facts computed beside it

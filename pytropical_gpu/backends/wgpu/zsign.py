@@ -10,13 +10,36 @@ min semiring whose zero outputs have no -0 term, a max one whose have no +0 term
 :func:`~pytropical_gpu.zero_order.applies` (float32 here, ⊕ min/max, ⊗ a named op): int32,
 plus_times, the boolean semirings and user-defined semirings record no pass. The argmax index is
 unchanged (+0 == -0), as are a result's facts (they never look at a zero's sign).
+
+The gate (session 10): a dispatch of ``wgsl/gemm_zflags.wgsl`` just before the pass, in the same
+submit (no host sync), writes a scratch buffer of u32 flags, one per row of A and per column of B
+(each batch entry; a broadcast operand has one): bit 0, the row / column holds a -0 (or a negative
+subnormal, what a flushing adapter reads as -0); bit 1, a value with the sign bit set. Whether a
+term of output (i, j) can be -0 follows (IEEE, round to nearest): ⊗ plus, -0 + -0 only, so bit 0
+of the row and of the column; times, a zero product is -0 only for operands of opposite signs
+(underflow included), so bit 1 of either; min and max, the ordered min / max of zeros is -0 only
+with a -0 operand, so bit 0 of either. Where no term can be -0 a zero output skips the scan (min:
++0 unless c is -0; max: +0 unless c is -0, when the scan still looks for a +0 term). That removes
+the worst case that needs no -0 anywhere (min_times on nonnegative operands full of zeros: every
+output +0, all of k scanned: 16x the GEMM at 4096^3 on the H200); a worst case remains where a -0
+or negative sits in the row or column but decides nothing.
+
+One dispatch with two roles (the workgroup index picks rows of A or columns of B) rather than two:
+one launch and one barrier less between the GEMM and the pass, and the two roles' workgroups run
+side by side. A workgroup is 32 lanes x WG / 32: a row of A is read by 32 lanes striding along k,
+a column tile of B by 32 columns x WG / 32 lanes striding down k, so every warp reads 32
+consecutive words; the lanes meet in a workgroup atomicOr. Cost: one read of A and of B (the
+GEMM reads each many times), whatever the data.
+
+Scratch: the generic path (:mod:`.gemm`) takes a pool buffer per call, released after the submit
+with the GEMM's temporaries; a fast-path record keeps one buffer of its own (:func:`scratch`).
 """
 
 from __future__ import annotations
 
 from ... import zero_order
 from .engine import WG, Engine, pack_params
-from .runtime import Dispatch
+from .runtime import Binding, Dispatch
 
 
 def params(sr, dt, has_c: bool) -> dict | None:
@@ -26,24 +49,74 @@ def params(sr, dt, has_c: bool) -> dict | None:
     return {"T": "f32", "ADD_OP": sr.add_op, "MUL_OP": sr.mul_op, "HAS_C": has_c, "WG": WG}
 
 
+def flags_params() -> dict:
+    """The template parameters of the gate's flags dispatch (one variant: it knows no semiring)."""
+    return {"T": "f32", "WG": WG}
+
+
+class Pass:
+    """A recorded gate and pass: the flags dispatch's (pipeline, groups, uniforms), the pass's,
+    the flags' bytes, and ``scratch``: a fast-path record's own flags buffer (else None)."""
+
+    __slots__ = ("fpipe", "fgroups", "fparams", "zpipe", "zgroups", "zparams", "nbytes", "scratch")
+
+    def dispatches(self, a: Binding, b: Binding, d: Binding, c: Binding | None = None,
+                   fl: Binding | None = None) -> list:
+        """[flags, pass] on the GEMM's A, B, D[, C] and the flags buffer (default: ``scratch``)."""
+        fl = self.scratch if fl is None else fl
+        zb = (a, b, d, fl) if c is None else (a, b, d, c, fl)
+        return [Dispatch(self.fpipe, (a, b, fl), self.fgroups, self.fparams),
+                Dispatch(self.zpipe, zb, self.zgroups, self.zparams)]
+
+
 def record(eng: Engine, sr, dt, m: int, n: int, k: int, nbat: int = 1, a_bs: int = 0,
-           b_bs: int = 0, c_bs: int = 0, has_c: bool = False):
-    """(pipeline, groups, uniforms) of the pass over a (nbat, m, n) result, or None (no pass)."""
+           b_bs: int = 0, c_bs: int = 0, has_c: bool = False) -> Pass | None:
+    """The gate and pass over a (nbat, m, n) result, or None (no pass)."""
     p = params(sr, dt, has_c)
     if p is None or m * n * nbat == 0:
         return None
-    pipe = eng.pipeline("gemm_zsign", _key=("gemm_zsign", sr.add_op, sr.mul_op, has_c), **p)
+    rec = Pass()
+    rec.zpipe = eng.pipeline("gemm_zsign", _key=("gemm_zsign", sr.add_op, sr.mul_op, has_c), **p)
     gx, gy, _ = eng.grid(-(-(m * n) // WG))
-    return pipe, (gx, gy, nbat), pack_params(m, n, k, a_bs, b_bs, c_bs, m * n, gx)
+    rows = m * (nbat if a_bs else 1)  # A's rows in FL, then B's columns
+    rec.zgroups = (gx, gy, nbat)
+    rec.zparams = pack_params(m, n, k, a_bs, b_bs, c_bs, m * n, gx, m if a_bs else 0, rows,
+                              n if b_bs else 0)
+    rec.nbytes = 4 * (rows + n * (nbat if b_bs else 1))
+    rec.fpipe = eng.pipeline("gemm_zflags", _key=("gemm_zflags",), **flags_params())
+    rgroups, ctiles = -(-rows // (WG // 32)), -(-n // 32)
+    total = rgroups + ctiles * (nbat if b_bs else 1)
+    fx, fy, _ = eng.grid(total)
+    rec.fgroups = (fx, fy, 1)
+    rec.fparams = pack_params(m, n, k, a_bs, b_bs, rows, rgroups, ctiles, total, fx)
+    rec.scratch = None
+    return rec
+
+
+def scratch(eng: Engine, rec: Pass | None) -> Pass | None:
+    """``rec`` with a flags buffer of its own (a fast-path record's, made once and reused by every
+    call of the record: the one queue runs submissions in order, and inside one submit WebGPU
+    orders a dispatch's storage writes after the reads of the dispatches recorded before it, so a
+    later call's flags never overwrite what an earlier call's pass still reads). A plain runtime
+    buffer outside the pool: it goes with the record (released when collected)."""
+    if rec is not None:
+        h = eng.rt.create_buffer(rec.nbytes, label="zsign flags")
+        rec.scratch = Binding(h, 0, rec.nbytes)
+    return rec
 
 
 def commands(eng: Engine, sr, dt, binds, m: int, n: int, k: int, nbat: int = 1, a_bs: int = 0,
-             b_bs: int = 0, c_bs: int = 0, argmax: bool = False) -> list:
-    """The pass's dispatch (none where the rule does not apply) on a GEMM's bindings A, B, D[, I]
-    [, C] (``argmax``: I is there and is skipped)."""
+             b_bs: int = 0, c_bs: int = 0, argmax: bool = False) -> tuple[list, list]:
+    """(the gate's and the pass's dispatches, the pool buffers to release after the submit) on a
+    GEMM's bindings A, B, D[, I][, C] (``argmax``: I is there and is skipped); ([], []) where the
+    rule does not apply."""
     binds = list(binds[:3]) + list(binds[3 + bool(argmax):])
     rec = record(eng, sr, dt, m, n, k, nbat, a_bs, b_bs, c_bs, len(binds) > 3)
-    return [] if rec is None else [Dispatch(rec[0], tuple(binds), rec[1], rec[2])]
+    if rec is None:
+        return [], []
+    fl = eng.alloc(rec.nbytes)
+    return rec.dispatches(*binds[:3], c=binds[3] if len(binds) > 3 else None,
+                          fl=fl.binding()), [fl]
 
 
-__all__ = ["commands", "params", "record"]
+__all__ = ["Pass", "commands", "flags_params", "params", "record", "scratch"]
