@@ -957,6 +957,51 @@ sr_combine(const typename SR::type* __restrict__ P, const int* __restrict__ PI,
   }
 }
 
+// ---------------------------------------------------------------------------- ordered zeros
+// ZeroOrd<SR>: for a float functor whose ⊕ is min or max (zero_order.applies), kAdd is 1 (min) or 2
+// (max), and kMul the same for a min / max ⊗ (0 otherwise); 0 / 0 for every other functor. The
+// small-k kernels fold with zord, so their zero results have the ordered sign (-0 < +0,
+// zero_order.py) and the host runs no zero-sign pass after them (backends/cuda/zero_sign.py).
+template <class SR> struct ZeroOrd { static constexpr int kAdd = 0, kMul = 0; };
+template <typename T, bool MAX> struct ZeroOrd<TropPlus<T, MAX> > {
+  static constexpr int kAdd = IsFloat<T>::value ? 1 + MAX : 0, kMul = 0;
+};
+template <typename T, bool MAX, bool NZ> struct ZeroOrd<TropTimes<T, MAX, NZ> > {
+  static constexpr int kAdd = IsFloat<T>::value ? 1 + MAX : 0, kMul = 0;
+};
+template <typename T> struct ZeroOrd<MinMax<T> > {
+  static constexpr int kAdd = IsFloat<T>::value ? 1 : 0, kMul = IsFloat<T>::value ? 2 : 0;
+};
+template <typename T> struct ZeroOrd<MaxMin<T> > {
+  static constexpr int kAdd = IsFloat<T>::value ? 2 : 0, kMul = IsFloat<T>::value ? 1 : 0;
+};
+// r = min (KIND 1) or max (KIND 2) of x and y from the hardware, which may return either of two
+// zeros: where both are zeros, the OR (min: -0 if either is) or AND (max: +0 if either is) of their
+// bits; r elsewhere (NaN, a mapped zero of min/max_times, is never a zero). KIND 0: r.
+template <int KIND> __device__ __forceinline__ float zord(float r, float x, float y) {
+  if constexpr (KIND == 0) return r;
+  const unsigned bx = __float_as_uint(x), by = __float_as_uint(y);
+  return ((bx | by) << 1) == 0u ? __uint_as_float(KIND == 2 ? bx & by : bx | by) : r;
+}
+template <int KIND> __device__ __forceinline__ double zord(double r, double x, double y) {
+  if constexpr (KIND == 0) return r;
+  const unsigned long long bx = __double_as_longlong(x), by = __double_as_longlong(y);
+  return ((bx | by) << 1) == 0ull ? __longlong_as_double(KIND == 2 ? bx & by : bx | by) : r;
+}
+template <int KIND, typename T> __device__ __forceinline__ T zord(T r, T, T) { return r; }
+// acc ⊕ (a ⊗ b) with ordered zeros (ZeroOrd<SR>); SR::fma for every other functor
+template <class SR>
+__device__ __forceinline__ typename SR::type fma_ord(typename SR::type acc, typename SR::type a,
+                                                     typename SR::type b) {
+  typedef ZeroOrd<SR> Z;
+  if constexpr (Z::kAdd == 0) {
+    return SR::fma(acc, a, b);
+  } else {
+    const typename SR::type p = zord<Z::kMul>(SR::mul(a, b), a, b);
+    return zord<Z::kAdd>(SR::add(acc, p), acc, p);
+  }
+}
+
 // ---------------------------------------------------------------------------- small-k kernels
 // Bandwidth kernels for k <= 64: no padding, exactly k terms per output, the small operand in
 // shared memory (load_map applied), NV consecutive outputs per thread (NV = 4: the host checked
@@ -995,7 +1040,7 @@ __device__ __forceinline__ void small_k_epilogue(typename SR::type (&acc)[NV], i
     if (C) {
       const T cv = C[off + j];
       if (ARG && !SR::better(v, cv)) id[j] = -1;
-      v = SR::add(cv, v);
+      v = zord<ZeroOrd<SR>::kAdd>(SR::add(cv, v), cv, v);
     }
     acc[j] = v;
   }
@@ -1059,7 +1104,7 @@ sr_gemm_skinny(const typename SR::type* __restrict__ A, const typename SR::type*
           const T p = SR::mul(av, bv);
           if (SR::better(p, acc[j])) { acc[j] = p; id[j] = kk; }
         } else {
-          acc[j] = SR::fma(acc[j], av, bv);
+          acc[j] = fma_ord<SR>(acc[j], av, bv);
         }
       }
     };
@@ -1116,7 +1161,7 @@ sr_gemm_wide(const typename SR::type* __restrict__ A, const typename SR::type* _
             const T p = SR::mul(av, bv[j]);
             if (SR::better(p, acc[i][j])) { acc[i][j] = p; id[ARG ? i : 0][j] = kk; }
           } else {
-            acc[i][j] = SR::fma(acc[i][j], av, bv[j]);
+            acc[i][j] = fma_ord<SR>(acc[i][j], av, bv[j]);
           }
         }
       }

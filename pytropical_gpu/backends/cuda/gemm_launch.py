@@ -68,19 +68,9 @@ def plan(m: int, n: int, k: int, batch: int, itemsize: int, argmax: bool, builti
     """The kernel for an (m, k) x (k, n) product of ``batch`` entries on a device with ``sms`` SMs;
     ``names`` are the roles compiled for the semiring (a role missing there is never chosen)."""
     sfx = "_arg" if argmax else ""
-    if k <= kernels.SMALL_K:
-        nv = 4 if itemsize == 4 and n % 4 == 0 else 1
-        if n <= 16:
-            role = f"skinny{nv}{sfx}"
-            if role in names:
-                return Plan("skinny", role)
-        if m <= kernels.WIDE_M and n >= WIDE_N:
-            role = f"wide{nv}{'m4' if m <= kernels.WIDE_M4 else ''}{sfx}"
-            if role in names:
-                return Plan("wide", role)
-            role = f"wide{nv}{sfx}"
-            if role in names:
-                return Plan("wide", role)
+    small = small_k_plan(m, n, k, itemsize, argmax, names)
+    if small is not None:
+        return small
     bm, bn = kernels.TILES["big"][:2]
     tiles = ceil_div(m, bm) * ceil_div(n, bn) * batch
     role = "big" + sfx if "big" + sfx in names and tiles >= sms else "small" + sfx
@@ -93,6 +83,23 @@ def plan(m: int, n: int, k: int, batch: int, itemsize: int, argmax: bool, builti
         ks = min(SPLIT_MAX, k // SPLIT_MIN_K, ceil_div(2 * sms, tiles))
     kc = ceil_div(ceil_div(k, ks), bk) * bk
     return Plan("tile", role, ceil_div(k, kc), kc)
+
+
+def small_k_plan(m: int, n: int, k: int, itemsize: int, argmax: bool, names) -> Plan | None:
+    """The small-k kernel ("skinny" or "wide") that :func:`plan` picks for the shape, or None. Their
+    fold orders zeros (``fma_ord`` in ``cuda/semiring_gemm.cu``): without argmax their float
+    results need no zero-sign pass (``CudaBackend._gemm``)."""
+    if k > kernels.SMALL_K:
+        return None
+    sfx = "_arg" if argmax else ""
+    nv = 4 if itemsize == 4 and n % 4 == 0 else 1
+    if n <= 16 and f"skinny{nv}{sfx}" in names:
+        return Plan("skinny", f"skinny{nv}{sfx}")
+    if m <= kernels.WIDE_M and n >= WIDE_N:
+        for role in (f"wide{nv}{'m4' if m <= kernels.WIDE_M4 else ''}{sfx}", f"wide{nv}{sfx}"):
+            if role in names:
+                return Plan("wide", role)
+    return None
 
 
 def variant_plan(p: Plan, names, prefix: str) -> Plan | None:
@@ -168,4 +175,4 @@ def run(be, spec, a, b, c, argmax: bool, p: Plan, prefix: str = ""):
     return d, idx
 
 
-__all__ = ["Plan", "plan", "variant_plan", "run", "WIDE_N", "SPLIT_MIN_K"]
+__all__ = ["Plan", "plan", "small_k_plan", "variant_plan", "run", "WIDE_N", "SPLIT_MIN_K"]

@@ -10,7 +10,9 @@ hold a -0 or a negative) and ``zero_fix`` do anything. A zero output whose row a
 that no term can be -0 takes its sign from ``c`` (min) or is +0 (max) at once; the others rescan
 their k terms, 4 a step, until one (or ``c``) has the sign that settles them (max: +0, min: -0).
 Cost: one read of the output where it holds no zero; else also one read of A and B, plus the scans
-of the zero outputs whose flags allow a -0 term.
+of the zero outputs whose flags allow a -0 term. The small-k kernels (k <= 64) fold zeros in order
+themselves (``fma_ord``): without argmax they get no pass (:func:`after_gemm`), which would cost
+them more than their own time (a read of D and three launches against a bandwidth-bound GEMM).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import numpy as np
 
 from ... import zero_order
 from ..base import ceil_div
-from . import kernels
+from . import gemm_launch, kernels
 
 #: threads a block, and most blocks a launch: grid-stride loops cover the rest, and a launch that
 #: returns at once (no zero output) costs little more than its launch
@@ -84,4 +86,17 @@ def fix(d, a, b, sr, c) -> None:
         i64(0 if c is None or c.shape[0] == 1 else m * n), i64(batch), flags))
 
 
-__all__ = ["SPEC", "fix", "role"]
+def after_gemm(d, a, b, sr, c, argmax: bool) -> None:
+    """:func:`fix` after ``CudaBackend._gemm_kernels`` made ``d``, unless no pass is needed: the rule
+    does not apply, or a builtin semiring's product without argmax ran a small-k kernel, whose fold
+    orders zeros itself (``fma_ord``, ``cuda/semiring_gemm.cu``)."""
+    if not zero_order.applies(sr, d.dtype) or d.size == 0:
+        return
+    if not argmax and sr.builtin and gemm_launch.small_k_plan(
+            a.shape[1], b.shape[2], a.shape[2], d.dtype.itemsize, False,
+            gemm_launch.spec(sr, d.dtype).names) is not None:
+        return
+    fix(d, a, b, sr, c)
+
+
+__all__ = ["SPEC", "after_gemm", "fix", "role"]
