@@ -960,8 +960,10 @@ sr_combine(const typename SR::type* __restrict__ P, const int* __restrict__ PI,
 // ---------------------------------------------------------------------------- ordered zeros
 // ZeroOrd<SR>: for a float functor whose ⊕ is min or max (zero_order.applies), kAdd is 1 (min) or 2
 // (max), and kMul the same for a min / max ⊗ (0 otherwise); 0 / 0 for every other functor. The
-// small-k kernels fold with zord, so their zero results have the ordered sign (-0 < +0,
-// zero_order.py) and the host runs no zero-sign pass after them (backends/cuda/zero_sign.py).
+// small-k kernels fold with the hardware's min / max, then refold a zero result's k terms with
+// fma_ord (and c with zord), so their zero results have the ordered sign (-0 < +0, zero_order.py)
+// and the host runs no zero-sign pass after them (backends/cuda/zero_sign.py). The refold is only
+// where a result is zero (a compare an output otherwise): the fold itself is unchanged.
 template <class SR> struct ZeroOrd { static constexpr int kAdd = 0, kMul = 0; };
 template <typename T, bool MAX> struct ZeroOrd<TropPlus<T, MAX> > {
   static constexpr int kAdd = IsFloat<T>::value ? 1 + MAX : 0, kMul = 0;
@@ -1000,6 +1002,20 @@ __device__ __forceinline__ typename SR::type fma_ord(typename SR::type acc, type
     const typename SR::type p = zord<Z::kMul>(SR::mul(a, b), a, b);
     return zord<Z::kAdd>(SR::add(acc, p), acc, p);
   }
+}
+
+// A zero result's k terms folded again with fma_ord: x[kk * xs] ⊗ y[kk * ys], load_map applied to
+// x (MAP_X) or y. Not inlined: the small-k kernels run under a register cap, and this cold path
+// (a zero result) would otherwise take registers from their fold.
+template <class SR, bool MAP_X>
+__device__ __noinline__ typename SR::type refold_ord(const typename SR::type* x, i64 xs,
+                                                     const typename SR::type* y, i64 ys, int k) {
+  typename SR::type r = SR::acc_init();
+  for (int kk = 0; kk < k; ++kk) {
+    const typename SR::type u = x[kk * xs], v = y[kk * ys];
+    r = fma_ord<SR>(r, MAP_X ? SR::load_map(u) : u, MAP_X ? v : SR::load_map(v));
+  }
+  return r;
 }
 
 // ---------------------------------------------------------------------------- small-k kernels
@@ -1104,7 +1120,7 @@ sr_gemm_skinny(const typename SR::type* __restrict__ A, const typename SR::type*
           const T p = SR::mul(av, bv);
           if (SR::better(p, acc[j])) { acc[j] = p; id[j] = kk; }
         } else {
-          acc[j] = fma_ord<SR>(acc[j], av, bv);
+          acc[j] = SR::fma(acc[j], av, bv);
         }
       }
     };
@@ -1117,6 +1133,12 @@ sr_gemm_skinny(const typename SR::type* __restrict__ A, const typename SR::type*
       }
     } else {
       for (int kk = 0; kk < (int)k; ++kk) term(a[kk], kk);
+    }
+    if constexpr (!ARG && ZeroOrd<SR>::kAdd != 0) {  // a zero: its sign again, ordered (rare)
+#pragma unroll
+      for (int j = 0; j < NV; ++j) {
+        if (acc[j] == T(0)) acc[j] = refold_ord<SR, true>(a, 1, Bs + col + j, n, (int)k);
+      }
     }
     small_k_epilogue<SR, ARG, NV>(acc, id, C, D, IDX, row * n + col);
   }
@@ -1161,8 +1183,18 @@ sr_gemm_wide(const typename SR::type* __restrict__ A, const typename SR::type* _
             const T p = SR::mul(av, bv[j]);
             if (SR::better(p, acc[i][j])) { acc[i][j] = p; id[ARG ? i : 0][j] = kk; }
           } else {
-            acc[i][j] = fma_ord<SR>(acc[i][j], av, bv[j]);
+            acc[i][j] = SR::fma(acc[i][j], av, bv[j]);
           }
+        }
+      }
+    }
+    if constexpr (!ARG && ZeroOrd<SR>::kAdd != 0) {  // a zero: its sign again, ordered (rare)
+#pragma unroll
+      for (int i = 0; i < MM; ++i) {
+        if (i >= m) break;
+#pragma unroll
+        for (int j = 0; j < NV; ++j) {
+          if (acc[i][j] == T(0)) acc[i][j] = refold_ord<SR, false>(As + i * k, 1, B + col + j, n, (int)k);
         }
       }
     }
