@@ -17,8 +17,11 @@
 // min and max a -0 in either (the ordered min / max of zeros is -0 only with a -0 operand). Where
 // none can, every zero term is +0, so a zero min is +0 (c, if it is -0, was taken first) and a zero
 // max is +0 unless c is -0 (then the scan: a +0 term, if any, decides): no scan of k.
+// First of all the any word FL[P.fs] (gemm_zflags.wgsl stores it: 0 where gemm_zany.wgsl saw no
+// zero output): 0, every thread returns before reading D (the common case costs no read of D here).
 // Bindings as the GEMM's: A, B, D[, C], then FL; batch strides in elements (0: broadcast); fa_bs,
-// fb_bs: FL's batch strides of A's rows (m or 0) and B's columns (n or 0), fb_off where B's start.
+// fb_bs: FL's batch strides of A's rows (m or 0) and B's columns (n or 0), fb_off where B's start;
+// fs: the any word.
 $$ if T != "f32"
 {{ fail("gemm_zsign: T must be f32, got " ~ T) }}
 $$ endif
@@ -26,7 +29,7 @@ $$ if ADD_OP not in ("min", "max") or MUL_OP not in ("plus", "times", "min", "ma
 {{ fail("gemm_zsign: ADD_OP must be min or max and MUL_OP plus, times, min or max, got " ~ ADD_OP ~ ", " ~ MUL_OP) }}
 $$ endif
 struct Params { m: u32, n: u32, k: u32, a_bs: u32, b_bs: u32, c_bs: u32, d_bs: u32, nx: u32,
-                fa_bs: u32, fb_off: u32, fb_bs: u32 };
+                fa_bs: u32, fb_off: u32, fb_bs: u32, fs: u32 };
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<storage, read> A: array<u32>;
 @group(0) @binding(2) var<storage, read> B: array<u32>;
@@ -70,6 +73,7 @@ $$ endif
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let idx = (wg.y * P.nx + wg.x) * {{ WG }}u + lid;
     if (idx >= P.m * P.n) { return; }
+    if (FL[P.fs] == 0u) { return; }  // no output is zero (gemm_zany.wgsl, gemm_zflags.wgsl)
     let o = wg.z * P.d_bs + idx;
     if ((D[o] & MAG) != 0u) { return; }
     let i = idx / P.n;
