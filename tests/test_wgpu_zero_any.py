@@ -154,3 +154,26 @@ def test_pass_reads_the_any_word(eng, rng, any_word):
     fl[rec.fs] = any_word
     got, _ = _run(eng, rec, a, b, d, which=slice(2, 3), fl=fl)
     _assert_bits(got, want if any_word else d, f"any word {any_word}")
+
+
+@pytest.mark.parametrize("na", [1, 2])
+def test_pass_strides_over_outputs(eng, rng, na):
+    """More outputs a batch entry than the pass's capped grid has threads (ZCAP * WG): zeros at
+    the first output, in the first stride's last thread, and at the last output (its thread's
+    second turn; the rows' and columns' -0s also meet across: 9 zeros), each with the wrong sign,
+    are all fixed; A batched or shared."""
+    m, k, n = 1030, 2, 521
+    assert m * n > zsign.ZCAP * 256
+    a = rng.choice(np.array([1.0, 2.0], F32), (na, m, k))
+    b = rng.choice(np.array([1.0, 2.0], F32), (1, k, n))
+    for at in (0, zsign.ZCAP * 256 - 1, m * n - 1):
+        i, j = divmod(at, n)
+        a[-1, i, 0] = b[0, 0, j] = -0.0  # (i, j) of the last batch entry: -0 + -0
+    want = ref_matmul(a, b, "min_plus")[0].reshape(na, m, n)
+    assert all(want[-1].reshape(-1)[t] == 0 for t in (0, zsign.ZCAP * 256 - 1, m * n - 1))
+    d = want.copy()
+    d.view(np.uint32)[d == 0] ^= SIGN
+    rec = zsign.record(eng, get_semiring("min_plus"), np.dtype(F32), m, n, k, na,
+                       m * k if na > 1 else 0)
+    got, fl = _run(eng, rec, a, b, d)
+    _assert_bits(got, want, f"strided, A batch {na}")

@@ -3,7 +3,8 @@
 
 The GEMM kernels fold with WGSL's ``min`` / ``max``, which may return either of two equal zeros;
 ``wgsl/gemm_zsign.wgsl`` runs after them in the same submit (after split-k's fold, the argmax's
-second pass and c), in place on D, one thread per output, reading the GEMM's own bindings.
+second pass and c), in place on D, a thread per output (a capped grid strides over them), reading
+the GEMM's own bindings.
 Cost: one read of D; a zero output then reads c and scans its k terms (A's row, B's column) up to
 the first that decides its sign (max: a +0 term, min: a -0 term), so all of k where none does (a
 min semiring whose zero outputs have no -0 term, a max one whose have no +0 term). Only where
@@ -42,7 +43,9 @@ The gate's three dispatches (session 11), all in the GEMM's submit, after it, in
    of B), ``U`` loads in flight a thread, one workgroup atomicOr a row / column and chunk into the
    cleared words: s10 gave a thread a whole row or column (128 workgroups for B's columns at
    4096^3, 512 dependent loads a thread: 0.2 ms, about 0.6 TB/s, on the H200 whatever D held).
-3. ``wgsl/gemm_zsign.wgsl``: every thread returns at once when the any word is 0 (s10 read D).
+3. ``wgsl/gemm_zsign.wgsl``: every thread returns at once when the any word is 0 (s10 read D);
+   its grid is capped at ``ZCAP`` workgroups a batch entry, each thread striding over outputs, so
+   that the shut pass is a small launch (s10: a workgroup per 256 outputs, 64 Ki at 4096^2).
 
 So the common case (no zero output) costs one coalesced read of D (64 MiB at 4096^3: about 16 us
 at the H200's 4.3 TB/s), a launch of the flags grid that reads 2 KiB a workgroup, and the pass's
@@ -62,6 +65,9 @@ from .runtime import Binding, Dispatch
 U = 4
 #: gemm_zany's workgroups at most: gemm_zflags reads their words with two loads a thread
 ZMAX = 2 * WG
+#: gemm_zsign's workgroups a batch entry at most (a thread then fixes outputs ZCAP * WG apart): where
+#: no output is zero the pass is a launch, and 64 Ki workgroups (4096^2 outputs) are no small one
+ZCAP = 2048
 #: gemm_zflags's chunks of k: a row of A a warp (32 lanes x 32 words), B's columns a workgroup
 KA, KB = 1024, 32 * (WG // 32)
 
@@ -126,10 +132,10 @@ def record(eng: Engine, sr, dt, m: int, n: int, k: int, nbat: int = 1, a_bs: int
     rec.agroups = (ax, ay, 1)
     rec.aparams = pack_params(nvec, size % 4, ng, ax, rec.fz, rec.fz)
     rec.zpipe = eng.pipeline("gemm_zsign", _key=("gemm_zsign", sr.add_op, sr.mul_op, has_c), **p)
-    gx, gy, _ = eng.grid(-(-(m * n) // WG))
+    gx, gy, _ = eng.grid(min(-(-(m * n) // WG), ZCAP))
     rec.zgroups = (gx, gy, nbat)
     rec.zparams = pack_params(m, n, k, a_bs, b_bs, c_bs, m * n, gx, m if a_bs else 0, rows,
-                              n if b_bs else 0, rec.fs)
+                              n if b_bs else 0, rec.fs, gx * gy * WG)
     rec.fpipe = eng.pipeline("gemm_zflags", _key=("gemm_zflags",), **flags_params())
     ca, cb = max(1, -(-k // KA)), max(1, -(-k // KB))
     rgroups, ctiles = -(-(rows * ca) // (WG // 32)), -(-n // 32)
@@ -168,5 +174,5 @@ def commands(eng: Engine, sr, dt, binds, m: int, n: int, k: int, nbat: int = 1, 
                           fl=fl.binding()), [fl]
 
 
-__all__ = ["KA", "KB", "U", "ZMAX", "Pass", "any_params", "commands", "flags_params", "params",
+__all__ = ["KA", "KB", "U", "ZCAP", "ZMAX", "Pass", "any_params", "commands", "flags_params", "params",
            "record", "scratch"]
