@@ -1,5 +1,6 @@
-"""Session 10: the zero-sign pass's gate (``wgsl/gemm_zflags.wgsl`` + ``wgsl/gemm_zsign.wgsl``,
-``backends/wgpu/zsign.py``): what the flags dispatch costs and what the gate saves.
+"""Sessions 10 and 11: the zero-sign pass's gate (``wgsl/gemm_zany.wgsl`` (s11) +
+``wgsl/gemm_zflags.wgsl`` + ``wgsl/gemm_zsign.wgsl``, ``backends/wgpu/zsign.py``): what the gate's
+dispatches cost and what the gate saves.
 
 Checks first: ``pytropical_gpu.matmul`` on wgpu against ``tests/reference.py`` bit for bit on the
 gate's cases (operands with no -0 / no sign bit, -0 in a few rows, c with ±0, batches with a
@@ -7,7 +8,10 @@ broadcast operand, a shape that splits k), then each timed command list's output
 against the cpu backend, whose rule is ``zero_order.fix_host``), gated and ungated. Then GPU
 timestamps (median of ``rounds`` samples taken in turn) at each size, per case:
 
-* ``typ`` (min_plus, max_plus): random positive operands, no zero output;
+* ``typ`` (min_plus, max_plus): random positive operands, no zero output (s11: the any word shuts
+  the flags and the pass: the common case costs one read of D);
+* ``one_zero`` (min_plus): the same with one zero output (a +0 in row 0 of A and column n-1 of B
+  at one k): the any word opens, the flags read A and B, the pass reads D;
 * ``worst_old`` (min_times): nonnegative operands full of zeros: every output +0 with no -0 term,
   the session 9 worst case (the ungated pass scans all of k per output; 95.7 ms at 4096^3 on the
   H200, 16x the GEMM); the gate is shut everywhere;
@@ -16,12 +20,15 @@ timestamps (median of ``rounds`` samples taken in turn) at each size, per case:
 * ``all_open`` (min_times): a -0 in the last column of every row of A: every output scans all of k
   (what the gate cannot help: the remaining worst case), for the record.
 
-Rows: ``gemm`` (the library's kernel alone), ``gemm+zsign`` (GEMM, flags, gated pass: what the
-library records), ``zflags`` (the flags dispatch alone), ``zsign gated`` (the pass alone on
-computed flags), ``zsign ungated`` (the pass alone with every flag set: the session 9 pass's cost
-on this data, plus nothing). ``ratio``: a row's median over the same case's ``gemm`` median.
+Rows: ``gemm`` (the library's kernel alone), ``gemm+zsign`` (GEMM, any zero, flags, gated pass:
+what the library records), ``zany`` (the any-zero dispatch alone), ``zflags`` (the flags dispatch
+alone, on the any words ``zany`` left), ``zsign gated`` (the pass alone on computed flags), ``zsign
+ungated`` (the pass alone with every flag and the any word set: the session 9 pass's cost on this
+data, plus nothing). ``ratio``: a row's median over the same case's ``gemm`` median.
 
-    python benchmarks/bench_wgpu_zsign_s10.py --out $OUT [--quick]
+    python benchmarks/bench_wgpu_zsign_s10.py --out $OUT [--quick] [--tag s11]
+
+writes ``wgpu_zsign_h200_<tag>.json`` (``--quick``: ``wgpu_zsign_quick_<tag>.json``).
 """
 
 from __future__ import annotations
@@ -93,7 +100,10 @@ def _cases(size):
     typ = (rng.integers(1, 1000, (2, size, size)) / 8).astype(F32)  # no zero output (all > 0)
     z = rng.choice(NONNEG, (2, size, size))  # every min_times output +0, no -0 term
     few = np.linspace(0, size - 1, 8).astype(int)
+    one = typ.copy()
+    one[0, 0, size // 2], one[1, size // 2, size - 1] = 0.0, 0.0  # one zero output: (0, size - 1)
     return [("typ", "min_plus", typ[0], typ[1]), ("typ", "max_plus", typ[0], typ[1]),
+            ("one_zero", "min_plus", one[0], one[1]),
             ("worst_old", "min_times", z[0], z[1]),
             ("few_open", "min_times", _open_rows(z[0], few), z[1]),
             ("all_open", "min_times", _open_rows(z[0], slice(None)), z[1])]
@@ -113,10 +123,12 @@ def time_case(eng, tag, name, a, b, size, rounds, reps):
     eng.rt.write(allset.handle, np.full(rec.nbytes // 4, 3, np.uint32))
     g2 = gemm.make_dispatch(eng, pipe, kname, kp, [A.binding(), B.binding(), D2.binding()],
                             size, size, size)
-    ungated = rec.dispatches(A.binding(), B.binding(), D2.binding(), fl=allset.binding())[1]
+    ungated = rec.dispatches(A.binding(), B.binding(), D2.binding(), fl=allset.binding())[2]
     eng.submit([g] + z + [g2, ungated])
     r = np.random.default_rng(1).choice(size, 3, replace=False)
-    if tag != "typ":
+    if tag == "one_zero":
+        r = np.union1d(r, [0])
+    elif tag != "typ":
         r = np.union1d(r, np.flatnonzero(a[:, -1].view(np.uint32) == 0x80000000)[:3])
     want = ptg.matmul(a[r], b, name, backend="cpu")
     got, got2 = eng.download(D, F32, (size, size))[r], eng.download(D2, F32, (size, size))[r]
@@ -126,14 +138,14 @@ def time_case(eng, tag, name, a, b, size, rounds, reps):
         log(f"CHECK FAILED timed {name} {size} {tag}: not timed")
         eng.release(A, B, D, D2, allset, *tmp)
         return
-    rows = {"gemm": [g], "gemm+zsign": [g] + z, "zflags": z[:1], "zsign gated": z[1:],
-            "zsign ungated": [ungated]}
+    rows = {"gemm": [g], "gemm+zsign": [g] + z, "zany": z[:1], "zflags": z[1:2],
+            "zsign gated": z[2:], "zsign ungated": [ungated]}
     slow = tag in ("worst_old", "all_open") and size >= 4096
     got = {x: [] for x in rows}
     for _ in range(rounds):
         for x, cmds in rows.items():
             heavy = slow and (x == "zsign ungated" or tag == "all_open" and x not in
-                              ("gemm", "zflags"))  # ~0.1 s a pass at 4096^3: one at a time
+                              ("gemm", "zany", "zflags"))  # ~0.1 s a pass at 4096^3: one at a time
             n = 1 if heavy else reps
             got[x].append(timing.kernel_time(eng, list(cmds), n, 1) * 1e3)
     base = float(np.median(got["gemm"]))
@@ -151,6 +163,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/out"))
     ap.add_argument("--quick", action="store_true", help="small sizes (lavapipe)")
+    ap.add_argument("--tag", default="s11", help="the output's session tag (s10: the old name)")
     args = ap.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     t0 = time.time()
@@ -162,8 +175,7 @@ def main(argv=None) -> int:
     rounds, reps = (3, 2) if args.quick else (7, 5)
     steps = [lambda s=s, c=c: time_case(eng, *c, s, rounds, reps)
              for s in sizes for c in _cases(s)] if ok else []
-    path = os.path.join(args.out, "wgpu_zsign_quick_s10.json" if args.quick
-                        else "wgpu_zsign_h200_s10.json")
+    path = os.path.join(args.out, f"wgpu_zsign_{'quick' if args.quick else 'h200'}_{args.tag}.json")
     timing.run_steps(steps, OUT, path, t0, "wall (no timestamp-query)")
     if not steps:
         with open(path, "w") as f:

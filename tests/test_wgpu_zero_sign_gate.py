@@ -192,11 +192,16 @@ def _can(a: np.ndarray, b: np.ndarray, name: str) -> np.ndarray:
 
 
 @pytest.mark.parametrize("shape", [(3, 1, 300, 70, 90), (1, 2, 37, 53, 29), (2, 2, 9, 1000, 33),
-                                   (1, 1, 1, 1, 1)], ids=lambda s: "x".join(map(str, s)))
-def test_flags_kernel(rng, shape):
-    """The flags dispatch alone, against numpy, on an engine of 64 workgroups a dimension (a 2-D
-    grid of flags workgroups), rows not a multiple of 8, columns not of 32, k not of 32 or 8, a
-    negative subnormal (bit 0 too) and a broadcast operand."""
+                                   (1, 1, 1, 1, 1), (1, 1, 5, 2100, 7)],
+                         ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("open_", [True, False], ids=["open", "shut"])
+def test_flags_kernel(rng, shape, open_):
+    """The any-zero and flags dispatches alone, against numpy, on an engine of 64 workgroups a
+    dimension (2-D grids), rows not a multiple of 8, columns not of 32, k not of 32 or 8 and over
+    two chunks of a row (2100 > 2 KA), a negative subnormal (bit 0 too) and a broadcast operand;
+    FL starts as junk, so every word read must have been written. Open (one zero output in D):
+    the flags are numpy's, the any word 1. Shut (no zero output): the flags are not computed
+    (every flag word cleared, though A and B hold -0 and signs) and the any word is 0."""
     from test_wgpu_engine import _small_engine
 
     require_backend("wgpu")
@@ -208,15 +213,20 @@ def test_flags_kernel(rng, shape):
         idx = tuple(rng.integers(s) for s in x.shape)
         x[idx] = t
     nbat = max(na, nb)
+    d = rng.choice(np.array([1.0, -2.0, 1e-40, -1e-40], F32), nbat * m * n)  # subnormals: no zero
+    if open_:
+        d[rng.integers(d.size)] = rng.choice(np.array([0.0, -0.0], F32))
     rec = zsign.record(eng, get_semiring("min_plus"), np.dtype(F32), m, n, k, nbat,
                        m * k if na > 1 else 0, k * n if nb > 1 else 0)
-    A, B, FL = eng.upload(a), eng.upload(b), eng.alloc(rec.nbytes)
+    A, B, D, FL = eng.upload(a), eng.upload(b), eng.upload(d), eng.alloc(rec.nbytes)
     eng.rt.write(FL.handle, np.full(rec.nbytes // 4, 0xFFFF, np.uint32))
-    eng.submit(rec.dispatches(A.binding(), B.binding(), FL.binding(), fl=FL.binding())[:1])
+    eng.submit(rec.dispatches(A.binding(), B.binding(), D.binding(), fl=FL.binding())[:2])
     got = eng.download(FL, np.uint32, (rec.nbytes // 4,))
     want = np.concatenate([_host_flags(a, 2).reshape(-1), _host_flags(b, 1).reshape(-1)])
-    np.testing.assert_array_equal(got, want)
-    eng.release(A, B, FL)
+    assert want.any()  # (computed, the flags would not be 0)
+    np.testing.assert_array_equal(got[:rec.fz], want if open_ else 0 * want)
+    assert set(got[rec.fz:rec.fs].tolist()) <= {0, 1} and got[rec.fs] == int(open_)
+    eng.release(A, B, D, FL)
 
 
 def test_fix_host_agrees(rng):

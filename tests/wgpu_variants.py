@@ -154,8 +154,9 @@ def gemm_variants() -> list[Variant]:
                 # the zero-sign pass after a float min/max GEMM (zsign; None: none recorded)
                 out += [_v("gemm_zsign", **p) for c in (False, True)
                         if (p := zsign.params(sr, dt, c)) is not None]
-                if zsign.params(sr, dt, False) is not None:  # its gate's flags (one variant)
+                if zsign.params(sr, dt, False) is not None:  # its gate's flags and any zero (a variant each)
                     out.append(_v("gemm_zflags", **zsign.flags_params()))
+                    out.append(_v("gemm_zany", **zsign.any_params()))
                 if dt.name in stats.KINDS:  # a small GEMM writing its result's facts (fastpath)
                     for tile in {repr(t): t for t in (gemm.TILE_TINY, gemm.TILE_SMALL, gemm.TILE)
                                  if t is not None}.values():

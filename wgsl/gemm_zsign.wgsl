@@ -2,7 +2,8 @@
 // the GEMM (and split-k's fold, c applied), in place on D. The kernels fold with the hardware's
 // min / max, which may return either of two equal zeros; the rule orders them (-0 < +0, IEEE
 // 754-2019 maximum / minimum): a zero max is +0 if c or any zero term is +0, else -0; a zero min
-// is -0 if c or any zero term is -0, else +0. One thread per output: a non-zero output returns at
+// is -0 if c or any zero term is -0, else +0. A thread per output (a grid of at most ZCAP
+// workgroups a batch entry strides over them, P.stride threads apart): a non-zero output returns at
 // once; a zero one looks at c, then, unless the gate (below) rules out a -0 term, scans its k terms
 // until one decides (max: a +0 term, min: a -0 term), so it costs up to k terms (all of k where
 // none decides).
@@ -17,8 +18,12 @@
 // min and max a -0 in either (the ordered min / max of zeros is -0 only with a -0 operand). Where
 // none can, every zero term is +0, so a zero min is +0 (c, if it is -0, was taken first) and a zero
 // max is +0 unless c is -0 (then the scan: a +0 term, if any, decides): no scan of k.
+// First of all the any word FL[P.fs] (gemm_zflags.wgsl stores it: 0 where gemm_zany.wgsl saw no
+// zero output): 0, every thread returns before reading D (the common case costs no read of D here,
+// and the capped grid makes its launch small).
 // Bindings as the GEMM's: A, B, D[, C], then FL; batch strides in elements (0: broadcast); fa_bs,
-// fb_bs: FL's batch strides of A's rows (m or 0) and B's columns (n or 0), fb_off where B's start.
+// fb_bs: FL's batch strides of A's rows (m or 0) and B's columns (n or 0), fb_off where B's start;
+// fs: the any word.
 $$ if T != "f32"
 {{ fail("gemm_zsign: T must be f32, got " ~ T) }}
 $$ endif
@@ -26,7 +31,7 @@ $$ if ADD_OP not in ("min", "max") or MUL_OP not in ("plus", "times", "min", "ma
 {{ fail("gemm_zsign: ADD_OP must be min or max and MUL_OP plus, times, min or max, got " ~ ADD_OP ~ ", " ~ MUL_OP) }}
 $$ endif
 struct Params { m: u32, n: u32, k: u32, a_bs: u32, b_bs: u32, c_bs: u32, d_bs: u32, nx: u32,
-                fa_bs: u32, fb_off: u32, fb_bs: u32 };
+                fa_bs: u32, fb_off: u32, fb_bs: u32, fs: u32, stride: u32 };
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<storage, read> A: array<u32>;
 @group(0) @binding(2) var<storage, read> B: array<u32>;
@@ -68,21 +73,27 @@ $$ endif
 
 @compute @workgroup_size({{ WG }})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let idx = (wg.y * P.nx + wg.x) * {{ WG }}u + lid;
-    if (idx >= P.m * P.n) { return; }
-    let o = wg.z * P.d_bs + idx;
+    if (FL[P.fs] == 0u) { return; }  // no output is zero (gemm_zany.wgsl, gemm_zflags.wgsl)
+    for (var idx = (wg.y * P.nx + wg.x) * {{ WG }}u + lid; idx < P.m * P.n; idx = idx + P.stride) {
+        fix_output(wg.z, idx);
+    }
+}
+
+// output idx of batch entry z
+fn fix_output(z: u32, idx: u32) {
+    let o = z * P.d_bs + idx;
     if ((D[o] & MAG) != 0u) { return; }
     let i = idx / P.n;
     let j = idx % P.n;
 $$ if HAS_C
-    let cv = C[wg.z * P.c_bs + idx];
+    let cv = C[z * P.c_bs + idx];
     if (cv == DECIDES) {
         D[o] = DECIDES;
         return;
     }
 $$ endif
-    let fa = FL[wg.z * P.fa_bs + i];
-    let fb = FL[P.fb_off + wg.z * P.fb_bs + j];
+    let fa = FL[z * P.fa_bs + i];
+    let fb = FL[P.fb_off + z * P.fb_bs + j];
 $$ if MUL_OP == "plus"
     let can = (fa & fb & 1u) != 0u;
 $$ elif MUL_OP == "times"
@@ -106,8 +117,8 @@ $$ else
         return;
     }
 $$ endif
-    let arow = wg.z * P.a_bs + i * P.k;
-    let bcol = wg.z * P.b_bs + j;
+    let arow = z * P.a_bs + i * P.k;
+    let bcol = z * P.b_bs + j;
     for (var g = 0u; g < P.k; g = g + 1u) {
         if (decides(A[arow + g], B[bcol + g * P.n])) {
             D[o] = DECIDES;
