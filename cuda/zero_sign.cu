@@ -6,11 +6,14 @@
 // applied: a max is +0 if any zero-valued term (or c) is +0, else -0; a min is -0 if any
 // zero-valued term (or c) is -0, else +0.
 //
-// Three launches on the GEMM's stream, no host wait, on a scratch the host zeroed (one memset):
-// word 0 "some output is a zero", then a flag word per row of A and per column of B.
+// Three launches on the GEMM's stream, no host wait, no memset: a gate word kept per stream and a
+// flag word per row of A and per column of B (a scratch of the call's).
 //  1. zero_any: reads D once, flat, 16 bytes a load where D is 16-byte aligned; a block that saw a
-//     zero sets word 0 (one store a block). Most products have no zero output: then the other two
-//     launches return at once and the pass costs this one read of D.
+//     zero stores the call's epoch (a per-stream counter the host passes) in the gate word; it also
+//     zeroes the row and column words. Most products have no zero output: the gate then holds an
+//     older epoch, the other two launches return at once, and the pass costs this one read of D.
+//     (A gate left from 2^32 - 1 calls before with the same epoch only opens the gate: slower,
+//     still exact.)
 //  2. zero_flags: the flags of every row of A and column of B (bit 0: it holds a -0; bit 1: it
 //     holds a value whose sign bit is set), k cut into chunks so that long rows and columns spread
 //     over the GPU; a chunk ORs its bits in with one atomic, only where it found any.
@@ -79,28 +82,31 @@ __device__ __forceinline__ int term_kind(T x, T y) {
   }
 }
 
-// 1. word 0 of flags := 1 if d[0:total] holds a zero
+// 1. *gate := epoch if d[0:total] holds a zero; flags[0:nwords] := 0 (what zero_flags ORs into)
 template <typename T>
 __global__ void __launch_bounds__(256)
-zero_any(const T* __restrict__ d, long long total, unsigned* __restrict__ flags) {
+zero_any(const T* __restrict__ d, long long total, unsigned* __restrict__ flags, long long nwords,
+         unsigned* __restrict__ gate, unsigned epoch) {
   using V = typename ZeroBits<T>::V;
   constexpr int W = sizeof(V) / sizeof(T);
   const long long stride = (long long)gridDim.x * blockDim.x;
   long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  for (long long j = i; j < nwords; j += stride) flags[j] = 0u;
   bool found = false;
   if ((reinterpret_cast<unsigned long long>(d) & 15ull) == 0) {
     const V* dv = reinterpret_cast<const V*>(d);
     const long long nv = total / W;
+#pragma unroll 4
     for (long long j = i; j < nv; j += stride) found |= ZeroBits<T>::any_zero(dv[j]);
     for (long long j = nv * W + i; j < total; j += stride) found |= d[j] == T(0);
   } else {
     for (long long j = i; j < total; j += stride) found |= d[j] == T(0);
   }
-  if (__syncthreads_or(found) && threadIdx.x == 0) flags[0] = 1u;
+  if (__syncthreads_or(found) && threadIdx.x == 0) *gate = epoch;
 }
 
-// 2. flags[1 + r] |= the bits of row r of a (ra rows of k: every batch entry's rows), then
-// flags[1 + ra + c] |= the bits of column c of b (cb columns: every batch entry's n columns; the
+// 2. flags[r] |= the bits of row r of a (ra rows of k: every batch entry's rows), then
+// flags[ra + c] |= the bits of column c of b (cb columns: every batch entry's n columns; the
 // column c = zb * n + j is b[zb * k * n + i * n + j]). Work items: (row, chunk of RK) a warp, then
 // (32 columns, chunk of CK) a block of 8 warps.
 constexpr long long RK = 1024, CK = 256;
@@ -113,8 +119,9 @@ __device__ __forceinline__ unsigned bits_of(T x) {
 template <typename T>
 __global__ void __launch_bounds__(256)
 zero_flags(const T* __restrict__ a, const T* __restrict__ b, long long ra, long long k,
-           long long n, long long cb, unsigned* __restrict__ flags) {
-  if (*(volatile const unsigned*)flags == 0u) return;  // no zero output: nothing to decide
+           long long n, long long cb, unsigned* __restrict__ flags, const unsigned* __restrict__ gate,
+           unsigned epoch) {
+  if (*(volatile const unsigned*)gate != epoch) return;  // no zero output: nothing to decide
   __shared__ unsigned part[8][32];
   const long long kcr = (k + RK - 1) / RK, kcc = (k + CK - 1) / CK;
   const long long blocks_a = (ra * kcr + 7) / 8;
@@ -131,7 +138,7 @@ zero_flags(const T* __restrict__ a, const T* __restrict__ b, long long ra, long 
       unsigned acc = 0u;
       for (long long i = i0 + lane; i < i1; i += 32) acc |= bits_of<T>(row[i]);
       const unsigned nz = __any_sync(0xffffffffu, acc & 1u), sb = __any_sync(0xffffffffu, acc & 2u);
-      if (lane == 0 && (nz | sb)) atomicOr(flags + 1 + r, nz | (sb << 1));
+      if (lane == 0 && (nz | sb)) atomicOr(flags + r, nz | (sb << 1));
     } else {  // 32 columns' chunk a block: warp w reads rows i0 + w, i0 + w + 8, ...
       const long long t = blk - blocks_a;
       const long long zb = t / (ntile * kcc), rest = t - zb * ntile * kcc;
@@ -147,7 +154,7 @@ zero_flags(const T* __restrict__ a, const T* __restrict__ b, long long ra, long 
       __syncthreads();
       if (w == 0) {
         for (int q = 1; q < 8; ++q) acc |= part[q][lane];
-        if (acc != 0u && j < n) atomicOr(flags + 1 + ra + zb * n + j, acc);
+        if (acc != 0u && j < n) atomicOr(flags + ra + zb * n + j, acc);
       }
       __syncthreads();
     }
@@ -161,11 +168,12 @@ template <typename T, bool MAX, int MUL>
 __global__ void __launch_bounds__(256)
 zero_fix(const T* __restrict__ a, const T* __restrict__ b, const T* __restrict__ c,
          T* __restrict__ d, long long m, long long n, long long k, long long sa, long long sb,
-         long long sc, long long batch, const unsigned* __restrict__ flags) {
-  if (*(volatile const unsigned*)flags == 0u) return;
+         long long sc, long long batch, const unsigned* __restrict__ flags,
+         const unsigned* __restrict__ gate, unsigned epoch) {
+  if (*(volatile const unsigned*)gate != epoch) return;
   const long long total = batch * m * n, mn = m * n;
   const long long stride = (long long)gridDim.x * blockDim.x;
-  const unsigned* fa = flags + 1;
+  const unsigned* fa = flags;
   const unsigned* fb = fa + (sa ? batch : 1) * m;
   const int want = MAX ? 1 : 2;  // the sign that settles the output once seen
   for (long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x; o < total; o += stride) {

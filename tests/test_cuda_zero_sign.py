@@ -93,7 +93,9 @@ def test_launches_strides_and_flags(monkeypatch, ba, bb, bc):
     launched = []
     monkeypatch.setattr(kernels, "function", lambda spec, role: (
         lambda grid, block, args: launched.append((spec, role, grid, block, args))))
-    monkeypatch.setattr(zero_sign, "_flags", lambda size: np.zeros(size, np.uint32))
+    monkeypatch.setattr(zero_sign, "_flags", lambda size: np.full(size, 7, np.uint32))
+    gate = np.zeros(1, np.uint32)
+    monkeypatch.setattr(zero_sign, "_gate", lambda: (gate, np.uint32(5)))
     m, k, n = 17, 5, 70
     batch = max(ba, bb, bc or 1)
     a, b = np.zeros((ba, m, k), np.float32), np.zeros((bb, k, n), np.float32)
@@ -103,12 +105,14 @@ def test_launches_strides_and_flags(monkeypatch, ba, bb, bc):
     (s1, r1, _, b1, x1), (s2, r2, _, _, x2), (s3, r3, _, _, x3) = launched
     assert {s1, s2, s3} == {zero_sign.SPEC} and b1 == (zero_sign.THREADS,)
     assert (r1, r2, r3) == ("zero_any_float32", "zero_flags_float32", "zero_sign_max_min_float32")
-    flags = x1[2]  # one scratch: "a zero output", a word per row of A, per column of B
-    assert flags.shape == (1 + ba * m + bb * n,) and not flags.any()
+    flags = x1[2]  # a word per row of A, per column of B (zero_any zeroes them: x1[3] words)
+    assert flags.shape == (ba * m + bb * n,) and int(x1[3]) == flags.size
     assert x1[0] is d and int(x1[1]) == batch * m * n
-    assert x2[0] is a and x2[1] is b and x2[-1] is flags
+    for x in (x1, x2, x3):  # the stream's gate word and this call's epoch, last
+        assert x[-2] is gate and int(x[-1]) == 5
+    assert x2[0] is a and x2[1] is b and x2[-3] is flags
     assert [int(v) for v in x2[2:6]] == [ba * m, k, n, bb * n]
-    assert x3[0] is a and x3[1] is b and x3[3] is d and x3[-1] is flags and (
+    assert x3[0] is a and x3[1] is b and x3[3] is d and x3[-3] is flags and (
         x3[2] is c if c is not None else x3[2] == 0)
     assert [int(x) for x in x3[4:11]] == [m, n, k, 0 if ba == 1 else m * k, 0 if bb == 1 else k * n,
                                           0 if bc in (None, 1) else m * n, batch]
@@ -280,6 +284,23 @@ def test_row_and_column_flags_gate_the_scan(roles, rng, name, ba, bb):
         assert signs == {False, True}, "no zero of one sign: the test is vacuous"
         assert roles[-3:] == [f"zero_any_{np.dtype(dt).name}", f"zero_flags_{np.dtype(dt).name}",
                               _role(name, dt)], roles
+
+
+def test_gate_word_holds_the_epoch_only_after_a_zero(roles):
+    """The stream's gate word takes a call's epoch where its output holds a zero and keeps the last
+    one otherwise, so a call without a zero after one with finds the gate shut (its epoch is new)."""
+    import cupy as cp
+
+    sr = get_semiring("min_plus")
+    a, b = cp.asarray(np.full((1, 5, 70), 1.0, np.float32)), cp.asarray(np.ones((1, 70, 6), np.float32))
+    for zero in (True, False, False, True, True, False):
+        d = cp.full((1, 5, 6), 2.0, np.float32)
+        if zero:
+            d[0, 4, 5] = -0.0  # a zero that no term makes (every term is 2): the pass sets +0
+        zero_sign.fix(d, a, b, sr, None)
+        gate, epoch = zero_sign._gates[zero_sign.stream_key(cp)]
+        assert (int(gate.get()[0]) == epoch) == zero, (zero, int(gate.get()[0]), epoch)
+        assert int(d[0, 4, 5].get().view(np.int32)) == (0 if zero else 0x40000000)
 
 
 def test_unaligned_output(roles, rng):

@@ -3,25 +3,29 @@
 kernels fold with the hardware's min / max, which need not order zeros, and the argmax epilogues
 store a matching term's bits; the argmax index is left as it is.
 
-One memset and three launches on the current stream (the GEMM's) right after the GEMM, its split-k
-fold and ``c``, in place on the output, no host wait: ``zero_any`` reads the output once and marks
-whether it holds a zero; only then do ``zero_flags`` (one read of A and B: which rows and columns
-hold a -0 or a negative) and ``zero_fix`` do anything. A zero output whose row and column flags show
-that no term can be -0 takes its sign from ``c`` (min) or is +0 (max) at once; the others rescan
-their k terms, 4 a step, until one (or ``c``) has the sign that settles them (max: +0, min: -0).
+Three launches on the current stream (the GEMM's) right after the GEMM, its split-k fold and
+``c``, in place on the output, no host wait, no memset: ``zero_any`` reads the output once and
+stores the call's epoch in the stream's gate word where it holds a zero; only then do
+``zero_flags`` (one read of A and B: which rows and columns hold a -0 or a negative) and
+``zero_fix`` do anything. A zero output whose row and column flags show that no term can be -0
+takes its sign from ``c`` (min) or is +0 (max) at once; the others rescan their k terms, 4 a step,
+until one (or ``c``) has the sign that settles them (max: +0, min: -0).
 Cost: one read of the output where it holds no zero; else also one read of A and B, plus the scans
 of the zero outputs whose flags allow a -0 term. The small-k kernels (k <= 64) fold zeros in order
-themselves (``fma_ord``): without argmax they get no pass (:func:`after_gemm`), which would cost
+themselves (``refold_ord``): without argmax they get no pass (:func:`after_gemm`), which would cost
 them more than their own time (a read of D and three launches against a bandwidth-bound GEMM).
 """
 
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 
 from ... import zero_order
 from ..base import ceil_div
 from . import gemm_launch, kernels
+from .streams import stream_key
 
 #: threads a block, and most blocks a launch: grid-stride loops cover the rest, and a launch that
 #: returns at once (no zero output) costs little more than its launch
@@ -52,13 +56,32 @@ def _blocks(work: int) -> int:
     return max(1, min(work, MAX_BLOCKS))
 
 
-def _flags(size: int):
-    """``size`` zeroed uint32 words on the device, zeroed on the current stream (one memset)."""
+#: blocks of the two gated launches: most calls shut the gate, and an early-exit block still costs
+#: its scheduling (4,096 of them ≈ 2-3 µs on the H200); 8 an SM on 132 SMs, grid-stride beyond
+GATED_BLOCKS = 1056
+_gates: dict = {}  # stream key -> [gate word (cupy uint32[1]), last epoch]
+_lock = threading.Lock()
+
+
+def _gate():
+    """This stream's gate word and the next epoch (1 .. 2^32 - 1). Kept for the stream's life (never
+    freed, as ``gemm_units``' buffers): no memset a call, only ``zero_any``'s store of the epoch."""
     import cupy as cp
 
-    flags = cp.empty(size, np.uint32)
-    cp.cuda.runtime.memsetAsync(flags.data.ptr, 0, flags.nbytes, cp.cuda.get_current_stream().ptr)
-    return flags
+    key = stream_key(cp)
+    with _lock:
+        entry = _gates.get(key)
+        if entry is None:
+            entry = _gates[key] = [cp.zeros(1, np.uint32), 0]
+        entry[1] = entry[1] % 0xFFFFFFFF + 1
+        return entry[0], np.uint32(entry[1])
+
+
+def _flags(size: int):
+    """``size`` uint32 words on the device (``zero_any`` zeroes them on the stream)."""
+    import cupy as cp
+
+    return cp.empty(max(size, 1), np.uint32)
 
 
 def fix(d, a, b, sr, c) -> None:
@@ -72,24 +95,26 @@ def fix(d, a, b, sr, c) -> None:
     k = a.shape[2]
     i64 = np.int64
     ra, cb = a.shape[0] * m, b.shape[0] * n
-    flags = _flags(1 + ra + cb)  # "a zero output", then A's rows, B's columns
+    flags = _flags(ra + cb)  # a word per row of A, then per column of B
+    gate, epoch = _gate()
     total = batch * m * n
     kernels.function(SPEC, f"zero_any_{dt.name}")(
-        (_blocks(ceil_div(total, 4 * THREADS)),), (THREADS,), (d, i64(total), flags))
+        (_blocks(ceil_div(total, 4 * THREADS)),), (THREADS,),
+        (d, i64(total), flags, i64(ra + cb), gate, epoch))
     work = ceil_div(ra * ceil_div(k, RK), 8) + b.shape[0] * ceil_div(n, 32) * ceil_div(k, CK)
-    kernels.function(SPEC, f"zero_flags_{dt.name}")((_blocks(work),), (THREADS,), (
-        a, b, i64(ra), i64(k), i64(n), i64(cb), flags))
-    kernels.function(SPEC, role(sr.add_op, sr.mul_op, dt))((_blocks(ceil_div(total, THREADS)),),
-                                                            (THREADS,), (
-        a, b, _NULL if c is None else c, d, i64(m), i64(n), i64(k),
-        i64(0 if a.shape[0] == 1 else m * k), i64(0 if b.shape[0] == 1 else k * n),
-        i64(0 if c is None or c.shape[0] == 1 else m * n), i64(batch), flags))
+    kernels.function(SPEC, f"zero_flags_{dt.name}")((min(work, GATED_BLOCKS),), (THREADS,), (
+        a, b, i64(ra), i64(k), i64(n), i64(cb), flags, gate, epoch))
+    kernels.function(SPEC, role(sr.add_op, sr.mul_op, dt))(
+        (min(ceil_div(total, THREADS), GATED_BLOCKS),), (THREADS,), (
+            a, b, _NULL if c is None else c, d, i64(m), i64(n), i64(k),
+            i64(0 if a.shape[0] == 1 else m * k), i64(0 if b.shape[0] == 1 else k * n),
+            i64(0 if c is None or c.shape[0] == 1 else m * n), i64(batch), flags, gate, epoch))
 
 
 def after_gemm(d, a, b, sr, c, argmax: bool) -> None:
     """:func:`fix` after ``CudaBackend._gemm_kernels`` made ``d``, unless no pass is needed: the rule
     does not apply, or a builtin semiring's product without argmax ran a small-k kernel, whose fold
-    orders zeros itself (``fma_ord``, ``cuda/semiring_gemm.cu``)."""
+    orders zeros itself (``refold_ord``, ``cuda/semiring_gemm.cu``)."""
     if not zero_order.applies(sr, d.dtype) or d.size == 0:
         return
     if not argmax and sr.builtin and gemm_launch.small_k_plan(
