@@ -15,7 +15,7 @@ host's launch overhead (which a short GEMM does not hide); on
 * ``few_rows``: the same with a -0 as the last term of 8 rows of A, so the gate opens for those
   rows' outputs and each of them scans all k terms.
 
-``python3 benchmarks/bench_zero_sign_cuda.py --json $OUT/zero_sign_cuda_h200_s10.json``
+``python3 benchmarks/bench_zero_sign_cuda.py --json $OUT/zero_sign_cuda_h200_s11.json``
 (``--quick`` for small sizes).
 """
 
