@@ -82,7 +82,8 @@ def time_size(eng, name, size, rounds, reps):
         bufs += [A, B, D]
         binds = [A.binding(), B.binding(), D.binding()]
         g = gemm.make_dispatch(eng, pipe, kname, kp, binds, size, size, size)
-        z = zsign.commands(eng, sr, np.dtype(F32), binds, size, size, size)
+        z, ztmp = zsign.commands(eng, sr, np.dtype(F32), binds, size, size, size)
+        bufs += ztmp  # the gate's flags (session 10 on): kept until the timing ends
         eng.submit([g] + z)
         r = np.random.default_rng(1).choice(size, 3, replace=False)
         got = eng.download(D, F32, (size, size))[r]
