@@ -37,6 +37,7 @@ from reference import ref_matmul  # noqa: E402
 import pytropical_gpu as tg  # noqa: E402
 from pytropical_gpu import facts  # noqa: E402
 from pytropical_gpu.backends.cuda import zero_sign  # noqa: E402
+from pytropical_gpu.bench import gputime  # noqa: E402
 from pytropical_gpu.semirings import get_semiring  # noqa: E402
 
 VALUES = np.array([0.0, -0.0, 0.0, -0.0, 0.0, -0.0, 1.0, -1.0, 1e-30, -1e-30, np.inf, -np.inf])
@@ -71,23 +72,15 @@ extern "C" __global__ void spin(long long cycles) {
 
 
 def median_ms(cp, fn, reps: int, hide_host: bool = False) -> float:
-    """CUDA-event median of ``fn``. ``hide_host``: a 2 ms spin kernel goes first, so the host
-    enqueues ``fn``'s launches while the GPU is busy and the events time the GPU's work alone
-    (without it, a short ``fn`` also times the Python launch overhead of its calls)."""
-    spin = cp.RawKernel(_SPIN, "spin")
-    fn()
-    cp.cuda.Device().synchronize()
-    times = []
-    for _ in range(reps):
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-        if hide_host:
-            spin((1,), (1,), (np.int64(4_000_000),))
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, end))
-    return float(np.median(times))
+    """Median milliseconds of ``fn`` (``gputime.event_times``). ``hide_host``: a 2 ms spin kernel
+    goes before each repetition, so the host enqueues ``fn``'s launches while the GPU is busy and
+    the events time the GPU's work alone (without it, a short ``fn`` also times the Python launch
+    overhead of its calls)."""
+    before = None
+    if hide_host:
+        spin = cp.RawKernel(_SPIN, "spin")
+        before = lambda: spin((1,), (1,), (np.int64(4_000_000),))  # noqa: E731
+    return 1e3 * float(np.median(gputime.event_times(cp, fn, reps, before=before)))
 
 
 CASES = (  # (case, semiring, m, k, n)

@@ -52,6 +52,18 @@ def test_event_times_leave_out_warmup_and_divide_by_inner():
     assert ts == pytest.approx([20.0 / 4 / 1e3, 8.0 / 4 / 1e3, 100.0 / 4 / 1e3], rel=1e-12)
 
 
+def test_event_times_call_before_outside_the_events():
+    cp, fn, state = fake_cupy([50.0, 3.0, 7.0])
+    calls = []
+
+    def before():  # a spin the events must not see: the clock moves on before the first event
+        calls.append(1)
+        state["now"] += 1000.0
+
+    assert gputime.event_times(cp, fn, 2, before=before) == pytest.approx([3e-3, 7e-3], rel=1e-12)
+    assert len(calls) == 2 and state["i"] == 3
+
+
 def test_event_times_defaults_one_warmup_one_call_a_rep():
     cp, fn, state = fake_cupy([50.0, 3.0, 7.0])
     assert gputime.event_times(cp, fn, 2) == pytest.approx([3e-3, 7e-3], rel=1e-12)

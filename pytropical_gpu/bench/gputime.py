@@ -27,19 +27,23 @@ def queue_time(eng, disp, reps, repeats=7, max_time=20.0) -> h.Timing:
     return h.Timing(t.median / reps, t.q20 / reps, t.q80 / reps, t.n)
 
 
-def event_times(cp, fn, reps: int, warmup: int = 1, inner: int = 1) -> list[float]:
+def event_times(cp, fn, reps: int, warmup: int = 1, inner: int = 1, before=None) -> list[float]:
     """Seconds per call of ``fn``, one value per repetition (the CUDA-event loop of the GPU suites
     and the GEMM benchmark scripts).
 
     ``warmup`` calls first (not waited for: the first event records behind them on the stream),
-    then ``reps`` times: an event, ``inner`` calls back to back (host launch gaps hidden behind the
-    device work), an event, a wait for it; the time between the events divided by ``inner``.
-    ``cp`` is the CuPy module.
+    then ``reps`` times: ``before()`` where given (outside the events: e.g. a spinning kernel, so
+    that a short ``fn``'s host launches queue while the GPU is busy and the events time the GPU's
+    work alone), an event, ``inner`` calls back to back (host launch gaps hidden behind the device
+    work), an event, a wait for it; the time between the events divided by ``inner``. ``cp`` is the
+    CuPy module.
     """
     for _ in range(warmup):
         fn()
     ts = []
     for _ in range(reps):
+        if before is not None:
+            before()
         e0, e1 = cp.cuda.Event(), cp.cuda.Event()
         e0.record()
         for _ in range(inner):
