@@ -1206,6 +1206,126 @@ sr_gemm_wide(const typename SR::type* __restrict__ A, const typename SR::type* _
   }
 }
 
+// m >> n, 16 < n <= 64, k <= 64, float32, n % 4 == 0, no argmax (that stays on the tiles; int32
+// too: its guarded fold lost to the DPX tiles 0.117 to 0.064 ms, gemm_cuda_notes.md session 12).
+// The skinny kernel's 4 outputs a thread re-read each A row n / 4 times through L1 (65536x64x64:
+// 16 times, slower than the tiles). Here a thread holds RM consecutive rows x J groups of 4
+// columns (cg, cg + 4, ...: 16 columns apart, so a warp's four cg read 64 contiguous bytes of Bs,
+// conflict-free, broadcast to its 8 row sets): each A element it loads serves 4 J outputs, each B
+// value RM. 4 threads a row set, 64 RM rows a block. RM 2 (kernels.MID_RM): RM 4's 64
+// accumulators and two load buffers spill under the 128-register cap (ptxas: 172 bytes, float
+// min_plus, J 4). B (k x n) sits in shared memory, rows padded to 16 J columns (the padding holds
+// acc_init and is never stored). Rows past m load row m - 1 and store nothing. With vecA
+// (k % 4 == 0, A 16-byte aligned) A is read 16 bytes a row at a time (PF, a bench variant: the
+// next 4 terms loaded while the current 4 fold; measured 7-9 % slower). The host launches at most
+// 2 blocks an SM (B staged once a block; they loop over row sets). Like the other small-k
+// kernels: exactly k terms in k order, zero results refolded with ordered signs (no zero-sign pass).
+template <class SR, int J, int RM = 2, bool PF = false>
+__global__ void __launch_bounds__(256, 2)
+sr_gemm_mid(const typename SR::type* __restrict__ A, const typename SR::type* __restrict__ B,
+            const typename SR::type* __restrict__ C, typename SR::type* __restrict__ D,
+            int* __restrict__ IDX, i64 m, i64 n, i64 k, i64 sA, i64 sB, i64 sC, int vecA) {
+  typedef typename SR::type T;
+  static_assert(sizeof(T) == 4, "4-byte types (16-byte vectors of 4)");
+  constexpr bool ARG = false;
+  constexpr int NP = 16 * J;  // Bs row stride
+  PTG_SMALL_K_BATCH();
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* Bs = reinterpret_cast<T*>(smem_raw);
+  const int kq = (int)k, nq = (int)n;
+  constexpr int SLOTS = 64 * NP / 256;  // k <= 64 (kernels.SMALL_K), 256 threads: every load of
+  T st[SLOTS];                          // B in flight at once (a loop waited for each: ~4 µs)
+#pragma unroll
+  for (int q = 0; q < SLOTS; ++q) {
+    const int e = threadIdx.x + 256 * q, kk = e / NP, col = e - kk * NP;
+    st[q] = kk < kq && col < nq ? SR::load_map(B[kk * nq + col]) : SR::acc_init();
+  }
+#pragma unroll
+  for (int q = 0; q < SLOTS; ++q) {
+    if (threadIdx.x + 256 * q < kq * NP) Bs[threadIdx.x + 256 * q] = st[q];
+  }
+  __syncthreads();
+  const int cg = threadIdx.x & 3;
+  const T* bcol = Bs + cg * 4;
+  for (i64 r0 = ((i64)blockIdx.x * 64 + (threadIdx.x >> 2)) * RM; r0 < m;
+       r0 += (i64)gridDim.x * 64 * RM) {
+    const T* a[RM];
+#pragma unroll
+    for (int i = 0; i < RM; ++i) a[i] = A + (r0 + i < m ? r0 + i : m - 1) * k;
+    T acc[RM][J][4];
+#pragma unroll
+    for (int i = 0; i < RM; ++i)
+#pragma unroll
+      for (int j = 0; j < J; ++j)
+#pragma unroll
+        for (int v = 0; v < 4; ++v) acc[i][j][v] = SR::acc_init();
+    auto fold = [&](const T (&av)[RM], int kk) {
+#pragma unroll
+      for (int j = 0; j < J; ++j) {
+        T bv[4];
+        V4<T>::load(bcol + kk * NP + 16 * j, bv);
+#pragma unroll
+        for (int i = 0; i < RM; ++i)
+#pragma unroll
+          for (int v = 0; v < 4; ++v) acc[i][j][v] = SR::fma(acc[i][j][v], av[i], bv[v]);
+      }
+    };
+    if (vecA) {
+      auto fold4 = [&](const T (&x)[RM][4], int kk) {
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          T av[RM];
+#pragma unroll
+          for (int i = 0; i < RM; ++i) av[i] = SR::load_map(x[i][q]);
+          fold(av, kk + q);
+        }
+      };
+      auto load4 = [&](T (&x)[RM][4], int kk) {
+#pragma unroll
+        for (int i = 0; i < RM; ++i) V4<T>::load(a[i] + kk, x[i]);
+      };
+      T x0[RM][4], x1[RM][4];  // PF: the next 4 terms load while these fold (no copies: 8 a trip)
+      load4(x0, 0);
+      for (int kk = 0; kk < kq; kk += 8) {
+        if (PF && kk + 4 < kq) load4(x1, kk + 4);
+        fold4(x0, kk);
+        if (kk + 4 >= kq) break;
+        if (!PF) load4(x1, kk + 4);
+        if (PF && kk + 8 < kq) load4(x0, kk + 8);
+        fold4(x1, kk + 4);
+        if (!PF && kk + 8 < kq) load4(x0, kk + 8);
+      }
+    } else {
+      for (int kk = 0; kk < kq; ++kk) {
+        T av[RM];
+#pragma unroll
+        for (int i = 0; i < RM; ++i) av[i] = SR::load_map(a[i][kk]);
+        fold(av, kk);
+      }
+    }
+    if constexpr (ZeroOrd<SR>::kAdd != 0) {  // a zero: its sign again, ordered (rare)
+#pragma unroll
+      for (int i = 0; i < RM; ++i)
+#pragma unroll
+        for (int j = 0; j < J; ++j)
+#pragma unroll
+          for (int v = 0; v < 4; ++v) {
+            if (acc[i][j][v] == T(0))
+              acc[i][j][v] = refold_ord<SR, true>(a[i], 1, bcol + 16 * j + v, NP, kq);
+          }
+    }
+    int id[4];  // no argmax: unused
+#pragma unroll
+    for (int i = 0; i < RM; ++i) {
+      if (r0 + i >= m) break;
+#pragma unroll
+      for (int j = 0; j < J; ++j) {
+        if (cg * 4 + 16 * j < nq) small_k_epilogue<SR, ARG, 4>(acc[i][j], id, C, D, IDX, (r0 + i) * n + cg * 4 + 16 * j);
+      }
+    }
+  }
+}
+
 #undef PTG_SMALL_K_BATCH
 
 // Flags operands the DPX tiles cannot take exactly: flag[0] for "dpx_" (some x != zero with

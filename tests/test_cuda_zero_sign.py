@@ -125,17 +125,19 @@ def test_launches_strides_and_flags(monkeypatch, ba, bb, bc):
 # ------------------------------------------------------------------------------ device
 @pytest.mark.parametrize("name", SELECTIVE)
 @pytest.mark.parametrize(("m", "k", "n"), [(200, 20, 12), (201, 21, 13), (3, 40, 1100), (3, 41, 1101),
-                                           (9, 64, 1100), (9, 33, 130), (70, 67, 129), (9, 1030, 11)],
+                                           (9, 64, 1100), (9, 33, 130), (70, 67, 129), (9, 1030, 11),
+                                           (131, 20, 36), (131, 21, 64)],
                          ids=["skinny4", "skinny1", "wide4m4", "wide1m4", "wide4", "small", "tiles",
-                              "split_k"])
+                              "split_k", "mid3", "mid4"])
 def test_paths_give_the_ordered_sign(roles, rng, name, m, k, n):
-    """Every path's zeros have the ordered sign: the small-k kernels (skinny, wide) without argmax
-    fold them in order themselves and run no pass (so a wrong fold fails here), every other path
-    and argmax run the pass last."""
-    small_k = k <= kernels.SMALL_K and (n <= 16 or n >= 1024)
+    """Every path's zeros have the ordered sign: the small-k kernels (skinny, wide, mid) without
+    argmax fold them in order themselves and run no pass (so a wrong fold fails here), every other
+    path and argmax run the pass last."""
     signs = set()
     na, nb = COMMON[name]
     for dt in (np.float32, np.float64):
+        mid = dt == np.float32 and n % 4 == 0 and n <= 64  # sr_gemm_mid: 4-byte types only
+        small_k = k <= kernels.SMALL_K and (n <= 16 or n >= 1024 or mid)
         a, b = _operands(rng, name, dt, (m, k), (k, n))
         a[0], b[:, 0] = (-0.0 if na else 0.0), (-0.0 if nb else 0.0)  # output (0, 0): the sign
         # that does not settle (the other is all but certain elsewhere: the test is never vacuous)
@@ -151,7 +153,7 @@ def test_paths_give_the_ordered_sign(roles, rng, name, m, k, n):
                     np.testing.assert_array_equal(idx, widx)
                 if small_k and not argmax:
                     assert not any(r.startswith("zero_") for r in roles), roles
-                    assert roles[-1].startswith(("skinny", "wide")), roles
+                    assert roles[-1].startswith(("skinny", "wide", "mid")), roles
                 else:
                     assert roles[-1] == _role(name, dt), roles
                 if k == 1030:
@@ -309,6 +311,8 @@ def test_unaligned_output(roles, rng):
 
     a = rng.choice([0.0, -0.0, 1.0], (1, 9, 40)).astype(np.float32)
     b = rng.choice([0.0, -0.0, 1.0], (1, 40, 13)).astype(np.float32)
+    a[0, 0], b[0, :, 0] = 0.0, 0.0  # output (0, 0) is +0 and (1, 1) -0, whatever the seed (with 40
+    a[0, 1], b[0, :, 1] = -0.0, -0.0  # random terms almost every zero output is -0)
     want = ref_matmul(a, b, "min_plus")[0]
     assert set(np.signbit(want[want == 0]).tolist()) == {False, True}
     raw = cp.empty(1 + want.size, np.float32)

@@ -2,6 +2,9 @@
 reference (tests/reference.py), bit for bit, with and without argmax and ``c``:
 
 * the skinny kernel (n <= 16, k <= 64) with 4 outputs a thread (n % 4 == 0) and 1;
+* the mid kernel (16 < n <= 64, n % 4 == 0, k <= 64, float32, no argmax): 8, 12 and 16
+  columns a thread (J 2, 3, 4), m not a multiple of its rows, k % 4 == 0 (16-byte A loads, the next
+  4 terms prefetched) and not;
 * the wide kernel (m <= 16, n >= 1024, k <= 64), 4 and 1 outputs a thread;
 * split k (a grid that does not fill the SMs and k >= 512: parts combined in k order);
 * the tiles, where max_min/min_max fold two terms with one 3-input instruction (float32 through
@@ -19,9 +22,10 @@ from reference import ref_matmul
 import pytropical_gpu as tg
 
 I32 = np.iinfo(np.int32)
-#: (m, k, n): skinny 4-wide, skinny 1-wide, wide 1-wide, wide 4-wide, split k, tiles
+#: (m, k, n): skinny 4-wide, skinny 1-wide, wide 1-wide, wide 4-wide, split k, tiles (n odd: no
+#: mid), mid J 2 (k % 4 == 0), mid J 4 (k odd), mid J 3, tiles (k > 64)
 SHAPES = [(4100, 12, 16), (301, 7, 5), (5, 3, 1031), (4, 8, 1028), (17, 530, 9), (67, 45, 37),
-          (33, 64, 20)]
+          (33, 64, 20), (259, 9, 64), (130, 36, 44), (33, 68, 20)]
 CASES = [("max_plus", "int32"), ("min_plus", "int32"), ("max_times", "int32"), ("min_times", "int32"),
          ("max_min", "int32"), ("min_max", "int32"), ("min_plus", "float32"), ("max_times", "float32"),
          ("min_times", "float32"), ("max_min", "float32"), ("min_max", "float32")]

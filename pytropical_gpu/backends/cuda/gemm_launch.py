@@ -2,7 +2,9 @@
 which kernel a shape gets (:func:`plan`, pure, so tests and benchmarks can ask it) and the launch.
 
 * k <= ``SMALL_K`` with n <= 16: ``sr_gemm_skinny``, B in shared memory, a thread per row and 1
-  or 4 columns (for 16 < n <= 64 the tiles measured faster: benchmarks/results/gemm_cuda_notes.md);
+  or 4 columns; with 16 < n <= 64 (n % 4 == 0, float32, no argmax): ``sr_gemm_mid``, a
+  thread per 2 rows and 8-16 columns (the skinny kernel measured slower than the tiles there:
+  benchmarks/results/gemm_cuda_notes.md, sessions 2 and 12);
   k <= ``SMALL_K`` with m <= ``WIDE_M`` and n >= ``WIDE_N``: ``sr_gemm_wide``, A in shared memory,
   a thread per 1 or 4 columns of every row (the 4-row instantiation "wide*m4" when m <= 4).
   Both are bandwidth kernels (no tile padding).
@@ -54,7 +56,7 @@ def _i64(x: int) -> np.int64:
 
 @dataclass(frozen=True)
 class Plan:
-    """kind: "skinny" | "wide" | "tile"; role: the kernels.gemm_spec role; ks, kc: k parts and the
+    """kind: "skinny" | "mid" | "wide" | "tile"; role: the kernels.gemm_spec role; ks, kc: k parts and the
     length of each (ks == 1: no split)."""
 
     kind: str
@@ -86,7 +88,7 @@ def plan(m: int, n: int, k: int, batch: int, itemsize: int, argmax: bool, builti
 
 
 def small_k_plan(m: int, n: int, k: int, itemsize: int, argmax: bool, names) -> Plan | None:
-    """The small-k kernel ("skinny" or "wide") that :func:`plan` picks for the shape, or None. Their
+    """The small-k kernel ("skinny", "mid" or "wide") that :func:`plan` picks for the shape, or None. Their
     fold orders zeros (``fma_ord`` in ``cuda/semiring_gemm.cu``): without argmax their float
     results need no zero-sign pass (``CudaBackend._gemm``)."""
     if k > kernels.SMALL_K:
@@ -95,6 +97,8 @@ def small_k_plan(m: int, n: int, k: int, itemsize: int, argmax: bool, names) -> 
     nv = 4 if itemsize == 4 and n % 4 == 0 else 1
     if n <= 16 and f"skinny{nv}{sfx}" in names:
         return Plan("skinny", f"skinny{nv}{sfx}")
+    if 16 < n <= 64 and nv == 4 and not argmax and f"mid{ceil_div(n, 16)}" in names:
+        return Plan("mid", f"mid{ceil_div(n, 16)}")
     if m <= kernels.WIDE_M and n >= WIDE_N:
         for role in (f"wide{nv}{'m4' if m <= kernels.WIDE_M4 else ''}{sfx}", f"wide{nv}{sfx}"):
             if role in names:
@@ -145,6 +149,13 @@ def run(be, spec, a, b, c, argmax: bool, p: Plan, prefix: str = ""):
             fn((blocks, nz), (256,), (pa, pb, pc, pd, pi, _i64(m), _i64(n), _i64(k), _i64(sa),
                                       _i64(sb), _i64(sc), np.int32(veca)),
                shared_mem=k * n * dt.itemsize)
+        elif p.kind == "mid":
+            cols = 16 * int(p.role[3:])  # Bs row stride
+            blocks = max(1, min(ceil_div(m, 64 * kernels.MID_RM), 2 * be._sm_count()))
+            veca = int(k % 4 == 0 and pa.data.ptr % 16 == 0)
+            fn((blocks, nz), (256,), (pa, pb, pc, pd, pi, _i64(m), _i64(n), _i64(k), _i64(sa),
+                                      _i64(sb), _i64(sc), np.int32(veca)),
+               shared_mem=k * cols * dt.itemsize)
         elif p.kind == "wide":
             groups = n // (4 if p.role.startswith("wide4") else 1)
             blocks = max(1, min(ceil_div(groups, 256), 8 * 65536))

@@ -58,6 +58,8 @@ _TUNED = ("min_plus", "max_plus")
 #: ``sr_gemm_wide`` (A in shared memory, m <= WIDE_M; a 4-row instantiation for m <= WIDE_M4),
 #: 1 or 4 outputs per thread.
 SMALL_K, WIDE_M, WIDE_M4 = 64, 16, 4
+#: ``sr_gemm_mid`` (16 < n <= 64, n % 4 == 0, float32, no argmax): "mid{J}", n <= 16 J
+MID_J, MID_RM = (2, 3, 4), 2
 
 #: bit-sliced counter widths the bundle kernel is instantiated for.
 BUNDLE_WIDTHS = (4, 8, 16, 40)
@@ -154,6 +156,8 @@ def gemm_spec(sr: Semiring, dtype: np.dtype) -> ModuleSpec:
                if dtype == np.float32 and sr.name in ("max_min", "min_max") else "")
         names = _gemm_names(functor, dtype.itemsize, sr.selective, variants=tuned, tile_functor=key,
                             big3=dtype.name in BIG3.get(sr.name, ()))
+        if dtype == np.float32:  # 16 < n <= 64 (int32's guarded fold lost to the DPX tiles)
+            names.update({f"mid{j}": f"ptg::sr_gemm_mid<{functor}, {j}, {MID_RM}>" for j in MID_J})
         if dtype == np.float32 and sr.mul_op == "times" and sr.add_op in ("min", "max"):
             nz = f"ptg::{sr.add_op.capitalize()}TimesNZ<float>"  # neither operand holds the zero
             names.update({"nz_" + t: _gemm_expr(nz, t, t.endswith("_arg"))
