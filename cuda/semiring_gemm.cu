@@ -1206,6 +1206,46 @@ sr_gemm_wide(const typename SR::type* __restrict__ A, const typename SR::type* _
   }
 }
 
+// The mid kernels' B (k x n, load_map applied) into Bs with rows padded to NP columns (acc_init
+// there), then a block barrier. k <= 64 (kernels.SMALL_K) and NT threads: every load in flight at
+// once (a loop that waited for each cost ~4 µs a block, gemm_cuda_notes.md session 12).
+template <class SR, int NP, int NT = 256>  // NT: the block's threads
+__device__ __forceinline__ void stage_mid_b(const typename SR::type* B, typename SR::type* Bs, int kq, int nq) {
+  constexpr int SLOTS = 64 * NP / NT;
+  typename SR::type st[SLOTS];
+#pragma unroll
+  for (int q = 0; q < SLOTS; ++q) {
+    const int e = threadIdx.x + NT * q, kk = e / NP, col = e - kk * NP;
+    st[q] = kk < kq && col < nq ? SR::load_map(B[kk * nq + col]) : SR::acc_init();
+  }
+#pragma unroll
+  for (int q = 0; q < SLOTS; ++q) {
+    if (threadIdx.x + NT * q < kq * NP) Bs[threadIdx.x + NT * q] = st[q];
+  }
+  __syncthreads();
+}
+
+// 16 bytes global -> shared without a register (cp.async, sm_80+; a plain copy before), a group
+// commit and a wait for all but N groups (the calling thread's own copies; then a __syncwarp).
+__device__ __forceinline__ void mid_cp16(void* dst, const void* src) {
+#if __CUDA_ARCH__ >= 800
+  const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src));
+#else
+  *reinterpret_cast<float4*>(dst) = *reinterpret_cast<const float4*>(src);
+#endif
+}
+__device__ __forceinline__ void mid_commit() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+template <int N> __device__ __forceinline__ void mid_wait() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+#endif
+}
+
 // m >> n, 16 < n <= 64, k <= 64, float32, n % 4 == 0, no argmax (that stays on the tiles; int32
 // too: its guarded fold lost to the DPX tiles 0.117 to 0.064 ms, gemm_cuda_notes.md session 12).
 // The skinny kernel's 4 outputs a thread re-read each A row n / 4 times through L1 (65536x64x64:
@@ -1233,18 +1273,7 @@ sr_gemm_mid(const typename SR::type* __restrict__ A, const typename SR::type* __
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* Bs = reinterpret_cast<T*>(smem_raw);
   const int kq = (int)k, nq = (int)n;
-  constexpr int SLOTS = 64 * NP / 256;  // k <= 64 (kernels.SMALL_K), 256 threads: every load of
-  T st[SLOTS];                          // B in flight at once (a loop waited for each: ~4 µs)
-#pragma unroll
-  for (int q = 0; q < SLOTS; ++q) {
-    const int e = threadIdx.x + 256 * q, kk = e / NP, col = e - kk * NP;
-    st[q] = kk < kq && col < nq ? SR::load_map(B[kk * nq + col]) : SR::acc_init();
-  }
-#pragma unroll
-  for (int q = 0; q < SLOTS; ++q) {
-    if (threadIdx.x + 256 * q < kq * NP) Bs[threadIdx.x + 256 * q] = st[q];
-  }
-  __syncthreads();
+  stage_mid_b<SR, NP>(B, Bs, kq, nq);
   const int cg = threadIdx.x & 3;
   const T* bcol = Bs + cg * 4;
   for (i64 r0 = ((i64)blockIdx.x * 64 + (threadIdx.x >> 2)) * RM; r0 < m;
@@ -1320,9 +1349,111 @@ sr_gemm_mid(const typename SR::type* __restrict__ A, const typename SR::type* __
       if (r0 + i >= m) break;
 #pragma unroll
       for (int j = 0; j < J; ++j) {
-        if (cg * 4 + 16 * j < nq) small_k_epilogue<SR, ARG, 4>(acc[i][j], id, C, D, IDX, (r0 + i) * n + cg * 4 + 16 * j);
+        const int col = cg * 4 + 16 * j;
+        if (col < nq) small_k_epilogue<SR, ARG, 4>(acc[i][j], id, C, D, IDX, (r0 + i) * n + col);
       }
     }
+  }
+}
+
+// sr_gemm_mid for vecA shapes (k % 4 == 0, A 16-byte aligned), with A through shared memory: the
+// register loads above keep ~256 bytes in flight a warp (its 4 cg threads load the same 16 bytes),
+// so A streams at ~0.5 TB/s and 65536x64x64 took 0.032 ms against 0.018 for its terms. Here each
+// warp owns WR = 8 RM rows a round (8 row sets) and two buffers of WR rows x AP floats (AP = 68:
+// the rows' same k on distinct banks); it copies its next round's rows by cp.async (4 RM KiB in
+// flight a warp) while it folds the current one, and never waits for the other warps (no block
+// barrier after B's). WB warps a block; the library's RM 2, WB 8 at 2 blocks an SM: 2 x (8 warps
+// x 8.5 KiB + B's 16 KiB) of shared memory (kernels.MID_CP_A_FLOATS).
+template <class SR, int J, int RM = 2, int WB = 8>
+__global__ void __launch_bounds__(32 * WB, 2)
+sr_gemm_mid_cp(const typename SR::type* __restrict__ A, const typename SR::type* __restrict__ B,
+               const typename SR::type* __restrict__ C, typename SR::type* __restrict__ D,
+               int* __restrict__ IDX, i64 m, i64 n, i64 k, i64 sA, i64 sB, i64 sC) {
+  typedef typename SR::type T;
+  static_assert(sizeof(T) == 4, "4-byte types (16-byte vectors of 4)");
+  constexpr bool ARG = false;
+  constexpr int NP = 16 * J, AP = 68, WR = 8 * RM;  // WR rows a warp a round
+  PTG_SMALL_K_BATCH();
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* Bs = reinterpret_cast<T*>(smem_raw);
+  const int kq = (int)k, nq = (int)n;
+  stage_mid_b<SR, NP, 32 * WB>(B, Bs, kq, nq);
+  const int lane = threadIdx.x & 31, cg = lane & 3, rs = lane >> 2;
+  T* As = Bs + kq * NP + (threadIdx.x >> 5) * (2 * WR * AP);  // this warp's two buffers
+  const T* bcol = Bs + cg * 4;
+  const i64 wstride = (i64)gridDim.x * WB * WR;
+  i64 base = ((i64)blockIdx.x * WB + (threadIdx.x >> 5)) * WR;
+  const int kc = kq >> 2;  // 16-byte chunks a row
+  auto copy = [&](i64 b0, T* buf) {  // lane: chunk lane & 15 of rows lane >> 4, +2, ..., WR - 2
+#pragma unroll
+    for (int q = 0; q < WR / 2; ++q) {
+      const int r = 2 * q + (lane >> 4), c = lane & 15;
+      const i64 row = b0 + r < m ? b0 + r : m - 1;
+      if (c < kc) mid_cp16(buf + r * AP + 4 * c, A + row * k + 4 * c);
+    }
+    mid_commit();
+  };
+  if (base < m) copy(base, As);
+  for (int cur = 0; base < m; base += wstride, cur ^= 1) {  // warp-uniform
+    if (base + wstride < m) {
+      copy(base + wstride, As + (cur ^ 1) * WR * AP);
+      mid_wait<1>();
+    } else {
+      mid_wait<0>();
+    }
+    __syncwarp();
+    const T* a0 = As + cur * WR * AP + RM * rs * AP;  // row RM rs of the round; the next at + AP
+    T acc[RM][J][4];
+#pragma unroll
+    for (int i = 0; i < RM; ++i)
+#pragma unroll
+      for (int j = 0; j < J; ++j)
+#pragma unroll
+        for (int v = 0; v < 4; ++v) acc[i][j][v] = SR::acc_init();
+#pragma unroll 2
+    for (int kk = 0; kk < kq; kk += 4) {
+      T x[RM][4];
+#pragma unroll
+      for (int i = 0; i < RM; ++i) V4<T>::load(a0 + i * AP + kk, x[i]);
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const T* brow = bcol + (kk + q) * NP;
+#pragma unroll
+        for (int j = 0; j < J; ++j) {
+          T bv[4];
+          V4<T>::load(brow + 16 * j, bv);
+#pragma unroll
+          for (int i = 0; i < RM; ++i) {
+            const T av = SR::load_map(x[i][q]);
+#pragma unroll
+            for (int v = 0; v < 4; ++v) acc[i][j][v] = SR::fma(acc[i][j][v], av, bv[v]);
+          }
+        }
+      }
+    }
+    if constexpr (ZeroOrd<SR>::kAdd != 0) {  // a zero: its sign again, ordered (rare)
+#pragma unroll
+      for (int i = 0; i < RM; ++i)
+#pragma unroll
+        for (int j = 0; j < J; ++j)
+#pragma unroll
+          for (int v = 0; v < 4; ++v) {
+            if (acc[i][j][v] == T(0))
+              acc[i][j][v] = refold_ord<SR, true>(a0 + i * AP, 1, bcol + 16 * j + v, NP, kq);
+          }
+    }
+    int id[4];  // no argmax: unused
+    const i64 r0 = base + RM * rs;
+#pragma unroll
+    for (int i = 0; i < RM; ++i) {
+      if (r0 + i >= m) break;
+#pragma unroll
+      for (int j = 0; j < J; ++j) {
+        const int col = cg * 4 + 16 * j;
+        if (col < nq) small_k_epilogue<SR, ARG, 4>(acc[i][j], id, C, D, IDX, (r0 + i) * n + col);
+      }
+    }
+    __syncwarp();  // every lane done with this buffer before the next round's copy refills it
   }
 }
 

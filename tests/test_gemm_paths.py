@@ -67,3 +67,18 @@ def test_gemm_paths_exact(backend, rng, shape, name, dtype, argmax, with_c):
         got, gidx = got
         np.testing.assert_array_equal(np.asarray(gidx), widx)
     np.testing.assert_array_equal(np.asarray(got), want)
+
+
+@pytest.mark.parametrize("name", ["min_plus", "max_times", "max_min", "min_max"])
+@pytest.mark.parametrize("kn", [(8, 20), (64, 64), (9, 44)], ids=["cp_j2", "cp_j4", "regs_j3"])
+def test_mid_kernel_loops_over_many_rounds_a_warp(roles, rng, name, kn):
+    """cuda's mid kernel launches at most 2 blocks an SM, so m = 70001 gives each warp 2 or 3
+    rounds of 16 rows: with k % 4 == 0 the rows come through the warp's two cp.async buffers in
+    turn (a round that read a buffer the next copy overwrote, or a wait for the wrong group, shows
+    here and not on the small shapes above); k = 9 takes the register-load kernel. With ``c``."""
+    k, n = kn
+    a, b, c = _operands(rng, name, "float32", 70001, k, n)
+    got = tg.matmul(a, b, name, c=c, backend="cuda")
+    want, _ = ref_matmul(a, b, name, c)
+    np.testing.assert_array_equal(np.asarray(got).view(np.uint32), want.view(np.uint32))
+    assert [r for r in roles if r.startswith("mid")] == [f"mid{'cp' if k % 4 == 0 else ''}{-(-n // 16)}"]

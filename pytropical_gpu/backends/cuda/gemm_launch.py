@@ -2,9 +2,9 @@
 which kernel a shape gets (:func:`plan`, pure, so tests and benchmarks can ask it) and the launch.
 
 * k <= ``SMALL_K`` with n <= 16: ``sr_gemm_skinny``, B in shared memory, a thread per row and 1
-  or 4 columns; with 16 < n <= 64 (n % 4 == 0, float32, no argmax): ``sr_gemm_mid``, a
-  thread per 2 rows and 8-16 columns (the skinny kernel measured slower than the tiles there:
-  benchmarks/results/gemm_cuda_notes.md, sessions 2 and 12);
+  or 4 columns; with 16 < n <= 64 (n % 4 == 0, float32, no argmax): ``sr_gemm_mid`` (A rows
+  through shared memory by cp.async, ``sr_gemm_mid_cp``, where k % 4 == 0 and A is 16-byte
+  aligned), a thread per 2 rows and 8-16 columns (benchmarks/results/gemm_cuda_notes.md, s12);
   k <= ``SMALL_K`` with m <= ``WIDE_M`` and n >= ``WIDE_N``: ``sr_gemm_wide``, A in shared memory,
   a thread per 1 or 4 columns of every row (the 4-row instantiation "wide*m4" when m <= 4).
   Both are bandwidth kernels (no tile padding).
@@ -52,6 +52,32 @@ SPLIT_MAX = 16
 
 def _i64(x: int) -> np.int64:
     return np.int64(x)
+
+
+#: sr_gemm_mid_cp's A buffers: 8 warps x 2 rounds x 16 rows x 68 floats
+MID_CP_A_FLOATS = 8 * 2 * 16 * 68
+_SHARED_SET: dict[int, int] = {}  # function pointer -> the dynamic shared memory it may use
+_OPTIN: dict[int, int] = {}  # device -> sharedMemPerBlockOptin
+
+
+def _shared_optin(cp) -> int:
+    """The current device's largest dynamic shared memory a block may opt in to (bytes)."""
+    dev = cp.cuda.Device().id
+    if dev not in _OPTIN:
+        _OPTIN[dev] = int(cp.cuda.runtime.getDeviceProperties(dev).get("sharedMemPerBlockOptin", 0))
+    return _OPTIN[dev]
+
+
+def _with_shared(fn, nbytes: int):
+    """``fn`` allowed ``nbytes`` of dynamic shared memory (past the default 48 KiB: a function
+    attribute, set once per size)."""
+    if _SHARED_SET.get(fn.ptr, 0) < nbytes:
+        from cupy.cuda import driver
+
+        attr = getattr(driver, "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", 8)
+        driver.funcSetAttribute(fn.ptr, attr, nbytes)
+        _SHARED_SET[fn.ptr] = nbytes
+    return fn
 
 
 @dataclass(frozen=True)
@@ -128,7 +154,7 @@ def run(be, spec, a, b, c, argmax: bool, p: Plan, prefix: str = ""):
     n = b.shape[2]
     d = cp.empty((batch, m, n), dt)
     idx = cp.empty((batch, m, n), np.int32) if argmax else None
-    fn = kernels.function(spec, prefix + p.role)
+    fn = None if p.kind == "mid" else kernels.function(spec, prefix + p.role)  # mid: its variant
     sfx = "_arg" if argmax else ""
     per_launch = _MAX_GRID_YZ // p.ks
     for z0 in range(0, batch, per_launch):
@@ -152,10 +178,14 @@ def run(be, spec, a, b, c, argmax: bool, p: Plan, prefix: str = ""):
         elif p.kind == "mid":
             cols = 16 * int(p.role[3:])  # Bs row stride
             blocks = max(1, min(ceil_div(m, 64 * kernels.MID_RM), 2 * be._sm_count()))
-            veca = int(k % 4 == 0 and pa.data.ptr % 16 == 0)
-            fn((blocks, nz), (256,), (pa, pb, pc, pd, pi, _i64(m), _i64(n), _i64(k), _i64(sa),
-                                      _i64(sb), _i64(sc), np.int32(veca)),
-               shared_mem=k * cols * dt.itemsize)
+            args = (pa, pb, pc, pd, pi, _i64(m), _i64(n), _i64(k), _i64(sa), _i64(sb), _i64(sc))
+            smem = (k * cols + MID_CP_A_FLOATS) * dt.itemsize
+            if k % 4 == 0 and pa.data.ptr % 16 == 0 and smem <= _shared_optin(cp):  # sr_gemm_mid_cp
+                _with_shared(kernels.function(spec, "midcp" + p.role[3:]), smem)(
+                    (blocks, nz), (256,), args, shared_mem=smem)
+            else:
+                kernels.function(spec, p.role)((blocks, nz), (256,), (*args, np.int32(0)),
+                                               shared_mem=k * cols * dt.itemsize)
         elif p.kind == "wide":
             groups = n // (4 if p.role.startswith("wide4") else 1)
             blocks = max(1, min(ceil_div(groups, 256), 8 * 65536))

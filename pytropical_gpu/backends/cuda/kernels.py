@@ -158,6 +158,7 @@ def gemm_spec(sr: Semiring, dtype: np.dtype) -> ModuleSpec:
                             big3=dtype.name in BIG3.get(sr.name, ()))
         if dtype == np.float32:  # 16 < n <= 64 (int32's guarded fold lost to the DPX tiles)
             names.update({f"mid{j}": f"ptg::sr_gemm_mid<{functor}, {j}, {MID_RM}>" for j in MID_J})
+            names.update({f"midcp{j}": f"ptg::sr_gemm_mid_cp<{functor}, {j}>" for j in MID_J})
         if dtype == np.float32 and sr.mul_op == "times" and sr.add_op in ("min", "max"):
             nz = f"ptg::{sr.add_op.capitalize()}TimesNZ<float>"  # neither operand holds the zero
             names.update({"nz_" + t: _gemm_expr(nz, t, t.endswith("_arg"))
