@@ -87,6 +87,7 @@ CASES = (  # (case, semiring, m, k, n)
     ("uniform", "max_plus", 4096, 4096, 4096),
     ("uniform", "min_times", 4096, 4096, 4096),
     ("uniform", "max_plus", 1024, 1024, 1024),
+    ("uniform", "min_plus", 2048, 2048, 2048),  # issue 14's 2048³ row (≥ 25 TOPS) with the pass
     ("uniform", "min_plus", 2097152, 4, 4),
     ("uniform", "min_plus", 4, 4, 2097152),
     ("uniform", "min_plus", 65536, 64, 64),

@@ -131,6 +131,10 @@ template <typename T, class D> struct Base {
   // since session 8; PlusDpxE, RE's other G and -1 are bench-only. Integer functors only: this path
   // stores the accumulator's bits, where a float's ±0 tie would need the first term's (sr_gemm).
   static constexpr int kArgGroup = 0;
+  // kArgZeroPass: the host runs the zero-sign pass (backends/cuda/zero_sign.py) after this
+  // functor's argmax GEMM, so a float kArgGroup epilogue may store acc's bits: a ±0 tie's sign is
+  // the pass's to order, whichever zero the accumulator held. Bench-only (ArgForm's G) so far.
+  static constexpr bool kArgZeroPass = false;
   // kArgMove: argmax's chunk-end update as one compare and moves predicated on it (arg_move, on
   // the FMA pipe) instead of the compiler's FSEL / SEL (ALU pipe). Float ⊕ min / max only; the
   // bench-only wrapper ArgForm sets it (gemm_cuda_notes.md, session 9), no library functor does.
@@ -376,11 +380,13 @@ template <typename T, bool MAX> struct AddIsMax<TropPlus<T, MAX> > { static cons
 template <typename T, bool MAX, bool NZ> struct AddIsMax<TropTimes<T, MAX, NZ> > {
   static constexpr bool value = MAX;
 };
-template <class F, bool R, bool M> struct ArgForm : F {
+template <class F, bool R, bool M, int G = 0> struct ArgForm : F {
   static_assert(IsFloat<typename F::type>::value && sizeof(typename F::type) == 4, "float32 only");
   static constexpr bool kMax = AddIsMax<F>::value;  // ⊕ is max: `better` is >, else <
   static constexpr bool kRunArg = R;
   static constexpr bool kArgMove = M;
+  static constexpr int kArgGroup = G;  // G > 0: the grouped epilogue search (session 12, s12z)
+  static constexpr bool kArgZeroPass = G != 0;
 };
 
 // ---------------------------------------------------------------------------- vector loads
@@ -856,8 +862,8 @@ sr_gemm(const typename SR::type* __restrict__ A, const typename SR::type* __rest
   for (; k0 < ke; k0 += AP * BK) chunk(k0, Flag<false>());
 
   if constexpr (ARG && SR::kArgGroup != 0) {  // values first, then the searches (kArgGroup)
-    static_assert(!IsFloat<T>::value, "kArgGroup stores acc's bits: a float's ±0 tie needs the "
-                                      "first matching term's (the serial path below)");
+    static_assert(!IsFloat<T>::value || SR::kArgZeroPass, "kArgGroup stores acc's bits: a float's "
+                  "±0 tie needs the first matching term's (the serial path below) or the zero-sign pass");
     int wl[TM * TN];  // the chunk to search, or -1; indexed at run time, so in local memory
     T vl[TM * TN];
 #pragma unroll
