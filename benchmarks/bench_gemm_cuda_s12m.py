@@ -36,13 +36,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
 from bench_gemm_sweep import MICRO  # noqa: E402
+from bench_zero_sign_cuda import median_ms  # noqa: E402
 from reference import ref_matmul  # noqa: E402
 
 import pytropical_gpu as tg  # noqa: E402
 from pytropical_gpu import facts  # noqa: E402
 from pytropical_gpu.backends.cuda import gemm_launch, kernels, zero_sign  # noqa: E402
 from pytropical_gpu.backends.cuda.kernels import ModuleSpec  # noqa: E402
-from pytropical_gpu.bench import gputime  # noqa: E402
 from pytropical_gpu.semirings import get_semiring  # noqa: E402
 
 FUNCTORS = {("min_plus", "float32"): "ptg::MinPlus<float>", ("max_min", "float32"): "ptg::MaxMin<float>",
@@ -145,12 +145,6 @@ mid_probe(const float* __restrict__ A, const float* __restrict__ B, float* __res
 }
 """
 PROBES = {"full": 0, "no_store": 1, "a_once": 2, "a_once_no_store": 3, "no_fold": 4, "copy_only": 5}
-_SPIN = r"""
-extern "C" __global__ void spin(long long cycles) {
-  const long long t0 = clock64();
-  while (clock64() - t0 < cycles) {}
-}
-"""
 
 
 #: sr_gemm_mid_cp variants -> (RM, WB): rows a thread, warps a block
@@ -252,12 +246,8 @@ def check(cp, rng) -> list[str]:
 
 
 def timer(cp, reps):
-    spin = cp.RawKernel(_SPIN, "spin")
-    before = lambda: spin((1,), (1,), (np.int64(4_000_000),))  # noqa: E731
-
-    def median_ms(fn):
-        return 1e3 * float(np.median(gputime.event_times(cp, fn, reps, before=before)))
-    return median_ms
+    """``fn`` -> its median ms on the GPU's timeline (bench_zero_sign_cuda's spin-kernel loop)."""
+    return lambda fn: median_ms(cp, fn, reps, hide_host=True)
 
 
 def baselines(cp, median_ms, sms: int) -> dict:
