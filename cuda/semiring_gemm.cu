@@ -1252,6 +1252,71 @@ template <int N> __device__ __forceinline__ void mid_wait() {
 #endif
 }
 
+// The mid kernels' accumulators: RM rows x J groups x 4 columns, acc_init each.
+template <class SR, int RM, int J>
+__device__ __forceinline__ void mid_init(typename SR::type (&acc)[RM][J][4]) {
+#pragma unroll
+  for (int i = 0; i < RM; ++i)
+#pragma unroll
+    for (int j = 0; j < J; ++j)
+#pragma unroll
+      for (int v = 0; v < 4; ++v) acc[i][j][v] = SR::acc_init();
+}
+
+// One k step: row i's A value av(i) (load_map applied) against B's row at brow in Bs (the
+// thread's 4 columns of each group, groups 16 columns apart). av is called in the j loop, where
+// sr_gemm_mid_cp mapped its A values (mapping them once before the loop changed its SASS).
+template <class SR, int RM, int J, class AV>
+__device__ __forceinline__ void mid_step(typename SR::type (&acc)[RM][J][4], AV av,
+                                         const typename SR::type* brow) {
+  typedef typename SR::type T;
+#pragma unroll
+  for (int j = 0; j < J; ++j) {
+    T bv[4];
+    V4<T>::load(brow + 16 * j, bv);
+#pragma unroll
+    for (int i = 0; i < RM; ++i) {
+      const T a = av(i);
+#pragma unroll
+      for (int v = 0; v < 4; ++v) acc[i][j][v] = SR::fma(acc[i][j][v], a, bv[v]);
+    }
+  }
+}
+
+// A row set's end: zero results refolded with ordered signs (row i's A at arow(i), B's columns
+// from bcol in Bs), then rows rb + ro + i below m, columns below n stored (small_k_epilogue, no
+// argmax). rb + ro is summed here, after the refold, where sr_gemm_mid_cp summed it (summed
+// before the call, its SASS changed).
+template <class SR, int RM, int J, int NP, class AR>
+__device__ __forceinline__ void mid_finish(typename SR::type (&acc)[RM][J][4], AR arow,
+                                           const typename SR::type* bcol, int kq, int cg, int nq, i64 rb,
+                                           int ro, i64 m, i64 n, const typename SR::type* C,
+                                           typename SR::type* D, int* IDX) {
+  typedef typename SR::type T;
+  if constexpr (ZeroOrd<SR>::kAdd != 0) {  // a zero: its sign again, ordered (rare)
+#pragma unroll
+    for (int i = 0; i < RM; ++i)
+#pragma unroll
+      for (int j = 0; j < J; ++j)
+#pragma unroll
+        for (int v = 0; v < 4; ++v) {
+          if (acc[i][j][v] == T(0))
+            acc[i][j][v] = refold_ord<SR, true>(arow(i), 1, bcol + 16 * j + v, NP, kq);
+        }
+  }
+  int id[4];  // no argmax: unused
+  const i64 r0 = rb + ro;
+#pragma unroll
+  for (int i = 0; i < RM; ++i) {
+    if (r0 + i >= m) break;
+#pragma unroll
+    for (int j = 0; j < J; ++j) {
+      const int col = cg * 4 + 16 * j;
+      if (col < nq) small_k_epilogue<SR, false, 4>(acc[i][j], id, C, D, IDX, (r0 + i) * n + col);
+    }
+  }
+}
+
 // m >> n, 16 < n <= 64, k <= 64, float32, n % 4 == 0, no argmax (that stays on the tiles; int32
 // too: its guarded fold lost to the DPX tiles 0.117 to 0.064 ms, gemm_cuda_notes.md session 12).
 // The skinny kernel's 4 outputs a thread re-read each A row n / 4 times through L1 (65536x64x64:
@@ -1288,22 +1353,9 @@ sr_gemm_mid(const typename SR::type* __restrict__ A, const typename SR::type* __
 #pragma unroll
     for (int i = 0; i < RM; ++i) a[i] = A + (r0 + i < m ? r0 + i : m - 1) * k;
     T acc[RM][J][4];
-#pragma unroll
-    for (int i = 0; i < RM; ++i)
-#pragma unroll
-      for (int j = 0; j < J; ++j)
-#pragma unroll
-        for (int v = 0; v < 4; ++v) acc[i][j][v] = SR::acc_init();
+    mid_init<SR>(acc);
     auto fold = [&](const T (&av)[RM], int kk) {
-#pragma unroll
-      for (int j = 0; j < J; ++j) {
-        T bv[4];
-        V4<T>::load(bcol + kk * NP + 16 * j, bv);
-#pragma unroll
-        for (int i = 0; i < RM; ++i)
-#pragma unroll
-          for (int v = 0; v < 4; ++v) acc[i][j][v] = SR::fma(acc[i][j][v], av[i], bv[v]);
-      }
+      mid_step<SR>(acc, [&](int i) { return av[i]; }, bcol + kk * NP);
     };
     if (vecA) {
       auto fold4 = [&](const T (&x)[RM][4], int kk) {
@@ -1338,27 +1390,7 @@ sr_gemm_mid(const typename SR::type* __restrict__ A, const typename SR::type* __
         fold(av, kk);
       }
     }
-    if constexpr (ZeroOrd<SR>::kAdd != 0) {  // a zero: its sign again, ordered (rare)
-#pragma unroll
-      for (int i = 0; i < RM; ++i)
-#pragma unroll
-        for (int j = 0; j < J; ++j)
-#pragma unroll
-          for (int v = 0; v < 4; ++v) {
-            if (acc[i][j][v] == T(0))
-              acc[i][j][v] = refold_ord<SR, true>(a[i], 1, bcol + 16 * j + v, NP, kq);
-          }
-    }
-    int id[4];  // no argmax: unused
-#pragma unroll
-    for (int i = 0; i < RM; ++i) {
-      if (r0 + i >= m) break;
-#pragma unroll
-      for (int j = 0; j < J; ++j) {
-        const int col = cg * 4 + 16 * j;
-        if (col < nq) small_k_epilogue<SR, ARG, 4>(acc[i][j], id, C, D, IDX, (r0 + i) * n + col);
-      }
-    }
+    mid_finish<SR, RM, J, NP>(acc, [&](int i) { return a[i]; }, bcol, kq, cg, nq, r0, 0, m, n, C, D, IDX);
   }
 }
 
@@ -1410,12 +1442,7 @@ sr_gemm_mid_cp(const typename SR::type* __restrict__ A, const typename SR::type*
     __syncwarp();
     const T* a0 = As + cur * WR * AP + RM * rs * AP;  // row RM rs of the round; the next at + AP
     T acc[RM][J][4];
-#pragma unroll
-    for (int i = 0; i < RM; ++i)
-#pragma unroll
-      for (int j = 0; j < J; ++j)
-#pragma unroll
-        for (int v = 0; v < 4; ++v) acc[i][j][v] = SR::acc_init();
+    mid_init<SR>(acc);
 #pragma unroll 2
     for (int kk = 0; kk < kq; kk += 4) {
       T x[RM][4];
@@ -1423,42 +1450,11 @@ sr_gemm_mid_cp(const typename SR::type* __restrict__ A, const typename SR::type*
       for (int i = 0; i < RM; ++i) V4<T>::load(a0 + i * AP + kk, x[i]);
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
-        const T* brow = bcol + (kk + q) * NP;
-#pragma unroll
-        for (int j = 0; j < J; ++j) {
-          T bv[4];
-          V4<T>::load(brow + 16 * j, bv);
-#pragma unroll
-          for (int i = 0; i < RM; ++i) {
-            const T av = SR::load_map(x[i][q]);
-#pragma unroll
-            for (int v = 0; v < 4; ++v) acc[i][j][v] = SR::fma(acc[i][j][v], av, bv[v]);
-          }
-        }
+        mid_step<SR>(acc, [&](int i) { return SR::load_map(x[i][q]); }, bcol + (kk + q) * NP);
       }
     }
-    if constexpr (ZeroOrd<SR>::kAdd != 0) {  // a zero: its sign again, ordered (rare)
-#pragma unroll
-      for (int i = 0; i < RM; ++i)
-#pragma unroll
-        for (int j = 0; j < J; ++j)
-#pragma unroll
-          for (int v = 0; v < 4; ++v) {
-            if (acc[i][j][v] == T(0))
-              acc[i][j][v] = refold_ord<SR, true>(a0 + i * AP, 1, bcol + 16 * j + v, NP, kq);
-          }
-    }
-    int id[4];  // no argmax: unused
-    const i64 r0 = base + RM * rs;
-#pragma unroll
-    for (int i = 0; i < RM; ++i) {
-      if (r0 + i >= m) break;
-#pragma unroll
-      for (int j = 0; j < J; ++j) {
-        const int col = cg * 4 + 16 * j;
-        if (col < nq) small_k_epilogue<SR, ARG, 4>(acc[i][j], id, C, D, IDX, (r0 + i) * n + col);
-      }
-    }
+    mid_finish<SR, RM, J, NP>(acc, [&](int i) { return a0 + i * AP; }, bcol, kq, cg, nq, base, RM * rs,
+                              m, n, C, D, IDX);
     __syncwarp();  // every lane done with this buffer before the next round's copy refills it
   }
 }
