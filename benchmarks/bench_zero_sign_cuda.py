@@ -88,6 +88,7 @@ CASES = (  # (case, semiring, m, k, n)
     ("uniform", "min_times", 4096, 4096, 4096),
     ("uniform", "max_plus", 1024, 1024, 1024),
     ("uniform", "min_plus", 2048, 2048, 2048),  # issue 14's 2048³ row (≥ 25 TOPS) with the pass
+    ("uniform", "min_plus", 8192, 8192, 8192),  # the headline row, the pass beside a long GEMM
     ("uniform", "min_plus", 2097152, 4, 4),
     ("uniform", "min_plus", 4, 4, 2097152),
     ("uniform", "min_plus", 65536, 64, 64),
@@ -134,6 +135,8 @@ def time_case(cp, case: str, name: str, m: int, k: int, n: int, reps: int) -> di
                                              reps, True),
            "pass_gpu_ms": median_ms(cp, lambda: zero_sign.fix(d, a3, b3, sr, None), reps, True),
            "matmul_ms": median_ms(cp, lambda: tg.matmul(a, b, name, backend="cuda"), reps)}
+    row["tops_gemm_and_pass"] = round(2 * m * n * k / row["gemm_and_pass_gpu_ms"] / 1e9, 2)
+    row["tops_gemm"] = round(2 * m * n * k / row["gemm_gpu_ms"] / 1e9, 2)
     assert (cp.asnumpy(d).view(np.int32) == want.view(np.int32)).all(), "the pass is not idempotent"
     moved = 4 * (m * k + k * n + m * n)
     row["gemm_and_pass_gbps"] = round(moved / row["gemm_and_pass_ms"] / 1e6, 1)

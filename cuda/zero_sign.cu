@@ -6,23 +6,28 @@
 // applied: a max is +0 if any zero-valued term (or c) is +0, else -0; a min is -0 if any
 // zero-valued term (or c) is -0, else +0.
 //
-// Three launches on the GEMM's stream, no host wait, no memset: a gate word kept per stream and a
-// flag word per row of A and per column of B (a scratch of the call's).
+// Two launches on the GEMM's stream, no host wait, no memset: a per-stream word triple (gate, barrier count,
+// barrier generation) and a flag word per row of A and per column of B (a scratch of the call's).
 //  1. zero_any: reads D once, flat, 16 bytes a load where D is 16-byte aligned; a block that saw a
-//     zero stores the call's epoch (a per-stream counter the host passes) in the gate word; it also
-//     zeroes the row and column words. Most products have no zero output: the gate then holds an
-//     older epoch, the other two launches return at once, and the pass costs this one read of D.
-//     (A gate left from 2^32 - 1 calls before with the same epoch only opens the gate: slower,
-//     still exact.)
-//  2. zero_flags: the flags of every row of A and column of B (bit 0: it holds a -0; bit 1: it
-//     holds a value whose sign bit is set), k cut into chunks so that long rows and columns spread
-//     over the GPU; a chunk ORs its bits in with one atomic, only where it found any.
-//  3. zero_fix: one thread per output (flat, grid-stride); a zero output finds whether any of its
-//     terms can be -0 from its row's and column's flags (IEEE, round to nearest: x + y is -0 only
-//     for -0 + -0; a zero x * y is -0 only where the signs differ, underflow included; a min or max
-//     of zeros is -0 only with a -0 operand). Where none can, a min is c's sign (-0 only where c is
-//     -0) and a max is +0 (unless c is -0: then it looks for a zero term); where one can, it scans
-//     its k terms, 4 at a time, until a term has the sign that settles it (max: +0, min: -0).
+//     zero stores the call's epoch (a per-stream counter the host passes) in gate[0]. Most products
+//     have no zero output: the gate then holds an older epoch and launch 2 returns at once, so the
+//     pass costs this one read of D and a launch. (A gate left from 2^32 - 1 calls before with the
+//     same epoch only opens the gate: slower, still exact.) Setting the gate in the GEMM's own
+//     epilogue instead (no read of D) cost the units kernel 1.5-2.4 % in every form tried
+//     (benchmarks/bench_units_gate_s13.py), more than the read.
+//  2. zero_pass, a cooperative launch (every block resident: the host sizes the grid by the
+//     occupancy), which returns at once unless the gate holds the epoch; else, with a grid-wide
+//     barrier between the phases:
+//     a. zeroes the flag words;
+//     b. the flags of every row of A and column of B (bit 0: it holds a -0; bit 1: it holds a value
+//        whose sign bit is set), k cut into chunks so that long rows and columns spread over the
+//        GPU; a chunk ORs its bits in with one atomic, only where it found any;
+//     c. one thread per output (flat, grid-stride): a zero output finds whether any of its terms can
+//        be -0 from its row's and column's flags (IEEE, round to nearest: x + y is -0 only for
+//        -0 + -0; a zero x * y is -0 only where the signs differ, underflow included; a min or max
+//        of zeros is -0 only with a -0 operand). Where none can, a min is c's sign (-0 only where c
+//        is -0) and a max is +0 (unless c is -0: then it looks for a zero term); where one can, it
+//        scans its k terms, 4 at a time, until a term has the sign that settles it (max: +0, min: -0).
 // The worst case left is a product whose rows and columns hold -0 (or, for times, negatives) while
 // its zero outputs' terms settle late: each such output scans up to k terms.
 //
@@ -82,16 +87,14 @@ __device__ __forceinline__ int term_kind(T x, T y) {
   }
 }
 
-// 1. *gate := epoch if d[0:total] holds a zero; flags[0:nwords] := 0 (what zero_flags ORs into)
+// 1. gate[0] := epoch if d[0:total] holds a zero
 template <typename T>
 __global__ void __launch_bounds__(256)
-zero_any(const T* __restrict__ d, long long total, unsigned* __restrict__ flags, long long nwords,
-         unsigned* __restrict__ gate, unsigned epoch) {
+zero_any(const T* __restrict__ d, long long total, unsigned* __restrict__ gate, unsigned epoch) {
   using V = typename ZeroBits<T>::V;
   constexpr int W = sizeof(V) / sizeof(T);
   const long long stride = (long long)gridDim.x * blockDim.x;
   long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  for (long long j = i; j < nwords; j += stride) flags[j] = 0u;
   bool found = false;
   if ((reinterpret_cast<unsigned long long>(d) & 15ull) == 0) {
     const V* dv = reinterpret_cast<const V*>(d);
@@ -105,7 +108,7 @@ zero_any(const T* __restrict__ d, long long total, unsigned* __restrict__ flags,
   if (__syncthreads_or(found) && threadIdx.x == 0) *gate = epoch;
 }
 
-// 2. flags[r] |= the bits of row r of a (ra rows of k: every batch entry's rows), then
+// 2b. flags[r] |= the bits of row r of a (ra rows of k: every batch entry's rows), then
 // flags[ra + c] |= the bits of column c of b (cb columns: every batch entry's n columns; the
 // column c = zb * n + j is b[zb * k * n + i * n + j]). Work items: (row, chunk of RK) a warp, then
 // (32 columns, chunk of CK) a block of 8 warps.
@@ -117,11 +120,9 @@ __device__ __forceinline__ unsigned bits_of(T x) {
 }
 
 template <typename T>
-__global__ void __launch_bounds__(256)
-zero_flags(const T* __restrict__ a, const T* __restrict__ b, long long ra, long long k,
-           long long n, long long cb, unsigned* __restrict__ flags, const unsigned* __restrict__ gate,
-           unsigned epoch) {
-  if (*(volatile const unsigned*)gate != epoch) return;  // no zero output: nothing to decide
+__device__ __forceinline__ void flags_of(const T* __restrict__ a, const T* __restrict__ b,
+                                         long long ra, long long k, long long n, long long cb,
+                                         unsigned* __restrict__ flags) {
   __shared__ unsigned part[8][32];
   const long long kcr = (k + RK - 1) / RK, kcc = (k + CK - 1) / CK;
   const long long blocks_a = (ra * kcr + 7) / 8;
@@ -161,16 +162,14 @@ zero_flags(const T* __restrict__ a, const T* __restrict__ b, long long ra, long 
   }
 }
 
-// 3. the ordered sign of every zero of d (batch, m, n); a (batch or 1, m, k), b (batch or 1, k, n),
+// 2c. the ordered sign of every zero of d (batch, m, n); a (batch or 1, m, k), b (batch or 1, k, n),
 // c (batch or 1, m, n) or null, all C-contiguous; sa, sb, sc: batch strides (0 where the operand
-// broadcasts); flags as zero_flags wrote them with ra = (sa ? batch : 1) * m
+// broadcasts); flags as flags_of wrote them in this launch, with ra = (sa ? batch : 1) * m
 template <typename T, bool MAX, int MUL>
-__global__ void __launch_bounds__(256)
-zero_fix(const T* __restrict__ a, const T* __restrict__ b, const T* __restrict__ c,
-         T* __restrict__ d, long long m, long long n, long long k, long long sa, long long sb,
-         long long sc, long long batch, const unsigned* __restrict__ flags,
-         const unsigned* __restrict__ gate, unsigned epoch) {
-  if (*(volatile const unsigned*)gate != epoch) return;
+__device__ __forceinline__ void fix_signs(const T* __restrict__ a, const T* __restrict__ b,
+                                          const T* __restrict__ c, T* __restrict__ d, long long m,
+                                          long long n, long long k, long long sa, long long sb,
+                                          long long sc, long long batch, const unsigned* flags) {
   const long long total = batch * m * n, mn = m * n;
   const long long stride = (long long)gridDim.x * blockDim.x;
   const unsigned* fa = flags;
@@ -182,7 +181,8 @@ zero_fix(const T* __restrict__ a, const T* __restrict__ b, const T* __restrict__
     const int ck = c != nullptr ? zero_kind<T>(c[z * sc + r]) : 0;
     bool seen = ck == want;
     if (!seen) {
-      const unsigned f = fa[(sa ? z : 0) * m + row], g = fb[(sb ? z : 0) * n + col];
+      // through L2 (__ldcg): the words were written in this launch, by other blocks' atomics
+      const unsigned f = __ldcg(fa + (sa ? z : 0) * m + row), g = __ldcg(fb + (sb ? z : 0) * n + col);
       const bool can_neg = MUL == 0 ? (f & g & 1u) != 0u
                          : MUL == 1 ? ((f | g) & 2u) != 0u : ((f | g) & 1u) != 0u;
       bool scan = can_neg;
@@ -206,6 +206,50 @@ zero_fix(const T* __restrict__ a, const T* __restrict__ b, const T* __restrict__
     }
     d[o] = ZeroBits<T>::make(MAX ? !seen : seen);
   }
+}
+
+// A barrier over the whole grid, on gate[1] (arrivals) and gate[2] (generation): valid only in a
+// cooperative launch (every block resident, else it could wait forever on a block not started).
+// The last block in resets the count and moves the generation on, so the words are left ready.
+__device__ __forceinline__ void grid_barrier(unsigned* gate) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    volatile unsigned* gen = gate + 2;
+    const unsigned g = *gen;
+    __threadfence();  // this block's writes (and the read of g) before its arrival
+    if (atomicAdd(gate + 1, 1u) == gridDim.x - 1) {
+      atomicExch(gate + 1, 0u);
+      __threadfence();
+      atomicAdd(gate + 2, 1u);
+    } else {
+      while (*gen == g) {
+#if __CUDA_ARCH__ >= 700
+        __nanosleep(64);
+#endif
+      }
+    }
+    __threadfence();
+  }
+  __syncthreads();
+}
+
+// 2. the pass proper: nothing unless the gate holds this call's epoch (every block reads the same
+// word, written before this launch: all return, or none); else zero the flags (ra + cb words),
+// compute them, then fix the zeros, a grid barrier between the phases
+template <typename T, bool MAX, int MUL>
+__global__ void __launch_bounds__(256)
+zero_pass(const T* __restrict__ a, const T* __restrict__ b, const T* __restrict__ c,
+          T* __restrict__ d, long long m, long long n, long long k, long long sa, long long sb,
+          long long sc, long long batch, long long ra, long long cb, unsigned* flags,
+          unsigned* gate, unsigned epoch) {
+  if (*(volatile const unsigned*)gate != epoch) return;  // no zero output: nothing to decide
+  const long long stride = (long long)gridDim.x * blockDim.x;
+  for (long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x; j < ra + cb; j += stride)
+    flags[j] = 0u;
+  grid_barrier(gate);
+  flags_of<T>(a, b, ra, k, n, cb, flags);
+  grid_barrier(gate);
+  fix_signs<T, MAX, MUL>(a, b, c, d, m, n, k, sa, sb, sc, batch, flags);
 }
 
 }  // namespace ptg

@@ -85,16 +85,28 @@ def test_module_covers_exactly_the_rule():
             covered = sr.add_op is not None and sr.mul_op is not None and (
                 zero_sign.role(sr.add_op, sr.mul_op, dt) in zero_sign.SPEC.names)
             assert covered == zero_order.applies(sr, dt), (name, dt)
-    assert len(zero_sign.SPEC.names) == 16 + 4  # + zero_any, zero_flags a dtype
+    assert len(zero_sign.SPEC.names) == 16 + 2  # + zero_any a dtype
 
 
 @pytest.mark.parametrize(("ba", "bb", "bc"), [(1, 3, 3), (3, 1, None), (3, 3, 1)])
 def test_launches_strides_and_flags(monkeypatch, ba, bb, bc):
+    """zero_any then the cooperative zero_pass, with the batch strides, the flag words' count and a
+    grid no larger than can be resident."""
     launched = []
-    monkeypatch.setattr(kernels, "function", lambda spec, role: (
-        lambda grid, block, args: launched.append((spec, role, grid, block, args))))
+
+    class Fn:
+        ptr = 0
+
+        def __init__(self, role):
+            self.role = role
+
+        def __call__(self, grid, block, args, **kw):
+            launched.append((self.role, grid, block, args, kw))
+
+    monkeypatch.setattr(kernels, "function", lambda spec, role: Fn(role) if spec is zero_sign.SPEC else None)
     monkeypatch.setattr(zero_sign, "_flags", lambda size: np.full(size, 7, np.uint32))
-    gate = np.zeros(1, np.uint32)
+    monkeypatch.setattr(zero_sign, "_resident", lambda fn: 3)
+    gate = np.zeros(3, np.uint32)
     monkeypatch.setattr(zero_sign, "_gate", lambda: (gate, np.uint32(5)))
     m, k, n = 17, 5, 70
     batch = max(ba, bb, bc or 1)
@@ -102,20 +114,17 @@ def test_launches_strides_and_flags(monkeypatch, ba, bb, bc):
     c = None if bc is None else np.zeros((bc, m, n), np.float32)
     d = np.zeros((batch, m, n), np.float32)
     zero_sign.fix(d, a, b, get_semiring("max_min"), c)
-    (s1, r1, _, b1, x1), (s2, r2, _, _, x2), (s3, r3, _, _, x3) = launched
-    assert {s1, s2, s3} == {zero_sign.SPEC} and b1 == (zero_sign.THREADS,)
-    assert (r1, r2, r3) == ("zero_any_float32", "zero_flags_float32", "zero_sign_max_min_float32")
-    flags = x1[2]  # a word per row of A, per column of B (zero_any zeroes them: x1[3] words)
-    assert flags.shape == (ba * m + bb * n,) and int(x1[3]) == flags.size
-    assert x1[0] is d and int(x1[1]) == batch * m * n
-    for x in (x1, x2, x3):  # the stream's gate word and this call's epoch, last
-        assert x[-2] is gate and int(x[-1]) == 5
-    assert x2[0] is a and x2[1] is b and x2[-3] is flags
-    assert [int(v) for v in x2[2:6]] == [ba * m, k, n, bb * n]
-    assert x3[0] is a and x3[1] is b and x3[3] is d and x3[-3] is flags and (
-        x3[2] is c if c is not None else x3[2] == 0)
-    assert [int(x) for x in x3[4:11]] == [m, n, k, 0 if ba == 1 else m * k, 0 if bb == 1 else k * n,
-                                          0 if bc in (None, 1) else m * n, batch]
+    (r1, g1, b1, x1, kw1), (r2, g2, b2, x2, kw2) = launched
+    assert r1 == "zero_any_float32" and b1 == (zero_sign.THREADS,) and not kw1
+    assert x1[0] is d and int(x1[1]) == batch * m * n and x1[2] is gate and int(x1[3]) == 5
+    assert r2 == "zero_sign_max_min_float32" and b2 == (zero_sign.THREADS,)
+    assert kw2 == {"enable_cooperative_groups": True} and g2 == (3,)  # at most the resident blocks
+    assert x2[0] is a and x2[1] is b and x2[3] is d and (x2[2] is c if c is not None else x2[2] == 0)
+    assert [int(x) for x in x2[4:13]] == [m, n, k, 0 if ba == 1 else m * k, 0 if bb == 1 else k * n,
+                                          0 if bc in (None, 1) else m * n, batch, ba * m, bb * n]
+    flags = x2[13]  # a word per row of A, per column of B (zero_pass zeroes them)
+    assert flags.shape == (ba * m + bb * n,)
+    assert x2[14] is gate and int(x2[15]) == 5  # the gate and the call's epoch
     launched.clear()
     for name, dt in (("min_plus", np.int32), ("plus_times", np.float32)):  # the rule cannot matter
         zero_sign.fix(d.astype(dt), a.astype(dt), b.astype(dt), get_semiring(name), None)
@@ -186,8 +195,7 @@ def test_units_launch(monkeypatch, roles, rng, name):
     monkeypatch.setattr(be, "_sm_count", lambda: 4)  # a small shape then plans big3 over units
     a, b = _operands(rng, name, np.float32, (300, 1030), (1030, 260))
     _check(tg.matmul(a, b, name, backend="cuda"), ref_matmul(a, b, name)[0], name)
-    assert roles == [gemm_units.ROLE, "zero_any_float32", "zero_flags_float32",
-                     _role(name, np.float32)], roles
+    assert roles == [gemm_units.ROLE, "zero_any_float32", _role(name, np.float32)], roles
 
 
 @pytest.mark.parametrize("name", ["max_plus", "min_max"])
@@ -284,8 +292,7 @@ def test_row_and_column_flags_gate_the_scan(roles, rng, name, ba, bb):
             _check(tg.matmul(a, b, name, c=cc, backend="cuda"), want, f"{name} {dt.__name__}")
             signs |= {bool(s) for s in np.signbit(want[want == 0])}
         assert signs == {False, True}, "no zero of one sign: the test is vacuous"
-        assert roles[-3:] == [f"zero_any_{np.dtype(dt).name}", f"zero_flags_{np.dtype(dt).name}",
-                              _role(name, dt)], roles
+        assert roles[-2:] == [f"zero_any_{np.dtype(dt).name}", _role(name, dt)], roles
 
 
 def test_gate_word_holds_the_epoch_only_after_a_zero(roles):
@@ -302,6 +309,7 @@ def test_gate_word_holds_the_epoch_only_after_a_zero(roles):
         zero_sign.fix(d, a, b, sr, None)
         gate, epoch = zero_sign._gates[zero_sign.stream_key(cp)]
         assert (int(gate.get()[0]) == epoch) == zero, (zero, int(gate.get()[0]), epoch)
+        assert int(gate.get()[1]) == 0  # the pass's grid barrier leaves its count at 0
         assert int(d[0, 4, 5].get().view(np.int32)) == (0 if zero else 0x40000000)
 
 

@@ -3,17 +3,21 @@
 kernels fold with the hardware's min / max, which need not order zeros, and the argmax epilogues
 store a matching term's bits; the argmax index is left as it is.
 
-Three launches on the current stream (the GEMM's) right after the GEMM, its split-k fold and
-``c``, in place on the output, no host wait, no memset: ``zero_any`` reads the output once and
-stores the call's epoch in the stream's gate word where it holds a zero; only then do
-``zero_flags`` (one read of A and B: which rows and columns hold a -0 or a negative) and
-``zero_fix`` do anything. A zero output whose row and column flags show that no term can be -0
+Two launches on the current stream (the GEMM's) right after the GEMM, its split-k fold and ``c``,
+in place on the output, no host wait, no memset: ``zero_any`` reads the output once and stores the
+call's epoch in the stream's gate word where it holds a zero; then one cooperative launch,
+``zero_pass``, returns at once unless the gate is open; else it zeroes the flags, finds which rows
+and columns hold a -0 or a negative (one read of A and B), and fixes the zero outputs, a grid
+barrier between the phases. A zero output whose row and column flags show that no term can be -0
 takes its sign from ``c`` (min) or is +0 (max) at once; the others rescan their k terms, 4 a step,
 until one (or ``c``) has the sign that settles them (max: +0, min: -0).
-Cost: one read of the output where it holds no zero; else also one read of A and B, plus the scans
-of the zero outputs whose flags allow a -0 term. The small-k kernels (k <= 64) fold zeros in order
-themselves (``refold_ord``): without argmax they get no pass (:func:`after_gemm`), which would cost
-them more than their own time (a read of D and three launches against a bandwidth-bound GEMM).
+Cost: one read of the output and a launch that returns at once where no output is zero; an open
+gate adds one read of A and B, plus the scans of the zero outputs whose flags allow a -0 term.
+(Setting the gate in the GEMM's own epilogue, which would save the read, made the units kernel
+1.5-2.4 % slower in every form tried: ``benchmarks/bench_units_gate_s13.py``.) The small-k kernels
+(k <= 64) fold zeros in order themselves (``refold_ord``): without argmax they get no pass
+(:func:`after_gemm`), which would cost them more than their own time (a read of D and two
+launches against a bandwidth-bound GEMM).
 """
 
 from __future__ import annotations
@@ -43,45 +47,62 @@ def role(add_op: str, mul_op: str, dtype) -> str:
 
 
 _FLOATS = ("float32", "float64")
-#: every (⊕, ⊗, dtype) the rule covers (``zero_order.applies``), and per dtype the two kernels
-#: that come first (``zero_any_<dtype>``, ``zero_flags_<dtype>``), one module
+#: every (⊕, ⊗, dtype) the rule covers (``zero_order.applies``): its ``zero_pass``; and per dtype
+#: ``zero_any_<dtype>``, the gate's read of the output; one module
 SPEC = kernels.ModuleSpec("zero_sign", "zero_sign.cu", {
-    **{role(add, mul, dt): f"ptg::zero_fix<{kernels.CTYPES[dt]}, {str(add == 'max').lower()}, {code}>"
+    **{role(add, mul, dt): f"ptg::zero_pass<{kernels.CTYPES[dt]}, {str(add == 'max').lower()}, {code}>"
        for add in ("min", "max") for mul, code in _MUL.items() for dt in _FLOATS},
-    **{f"zero_{what}_{dt}": f"ptg::zero_{what}<{kernels.CTYPES[dt]}>"
-       for what in ("any", "flags") for dt in _FLOATS}})
+    **{f"zero_any_{dt}": f"ptg::zero_any<{kernels.CTYPES[dt]}>" for dt in _FLOATS}})
 
 
 def _blocks(work: int) -> int:
     return max(1, min(work, MAX_BLOCKS))
 
 
-#: blocks of the two gated launches: most calls shut the gate, and an early-exit block still costs
-#: its scheduling (4,096 of them ≈ 2-3 µs on the H200); 8 an SM on 132 SMs, grid-stride beyond
+#: most blocks of the gated launch: most calls find the gate shut, and an early-exit block still
+#: costs its scheduling (4,096 of them ≈ 2-3 µs on the H200); 8 an SM on 132 SMs, grid-stride
+#: beyond, and never more than can be resident at once (a cooperative launch: :func:`_resident`)
 GATED_BLOCKS = 1056
-_gates: dict = {}  # stream key -> [gate word (cupy uint32[1]), last epoch]
+_gates: dict = {}  # stream key -> [(gate, barrier count, barrier generation) cupy uint32[3], epoch]
+_resident_blocks: dict = {}  # (device, function pointer) -> blocks resident on the whole device
 _lock = threading.Lock()
 
 
 def _gate():
-    """This stream's gate word and the next epoch (1 .. 2^32 - 1). Kept for the stream's life (never
-    freed, as ``gemm_units``' buffers): no memset a call, only ``zero_any``'s store of the epoch."""
+    """This stream's gate words (cupy uint32[3]: the gate, then the grid barrier's count and
+    generation, left at 0 and n by every launch) and the call's epoch (1 .. 2^32 - 1). Kept for
+    the stream's life (never freed, as ``gemm_units``' buffers): no memset a call."""
     import cupy as cp
 
     key = stream_key(cp)
     with _lock:
         entry = _gates.get(key)
         if entry is None:
-            entry = _gates[key] = [cp.zeros(1, np.uint32), 0]
+            entry = _gates[key] = [cp.zeros(3, np.uint32), 0]
         entry[1] = entry[1] % 0xFFFFFFFF + 1
         return entry[0], np.uint32(entry[1])
 
 
 def _flags(size: int):
-    """``size`` uint32 words on the device (``zero_any`` zeroes them on the stream)."""
+    """``size`` uint32 words on the device (``zero_pass`` zeroes them where it runs)."""
     import cupy as cp
 
     return cp.empty(max(size, 1), np.uint32)
+
+
+def _resident(fn) -> int:
+    """The most blocks of ``fn`` (THREADS threads, no dynamic shared memory) resident on the current
+    device at once: a cooperative launch's grid may not exceed it (its grid barrier waits for
+    every block)."""
+    import cupy as cp
+
+    dev = cp.cuda.Device().id
+    key = (dev, fn.ptr)
+    if key not in _resident_blocks:
+        per_sm = cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.ptr, THREADS, 0)
+        sms = cp.cuda.runtime.getDeviceProperties(dev)["multiProcessorCount"]
+        _resident_blocks[key] = max(1, int(per_sm) * int(sms))
+    return _resident_blocks[key]
 
 
 def fix(d, a, b, sr, c) -> None:
@@ -95,20 +116,19 @@ def fix(d, a, b, sr, c) -> None:
     k = a.shape[2]
     i64 = np.int64
     ra, cb = a.shape[0] * m, b.shape[0] * n
-    flags = _flags(ra + cb)  # a word per row of A, then per column of B
-    gate, epoch = _gate()
     total = batch * m * n
+    gate, epoch = _gate()
     kernels.function(SPEC, f"zero_any_{dt.name}")(
-        (_blocks(ceil_div(total, 4 * THREADS)),), (THREADS,),
-        (d, i64(total), flags, i64(ra + cb), gate, epoch))
-    work = ceil_div(ra * ceil_div(k, RK), 8) + b.shape[0] * ceil_div(n, 32) * ceil_div(k, CK)
-    kernels.function(SPEC, f"zero_flags_{dt.name}")((min(work, GATED_BLOCKS),), (THREADS,), (
-        a, b, i64(ra), i64(k), i64(n), i64(cb), flags, gate, epoch))
-    kernels.function(SPEC, role(sr.add_op, sr.mul_op, dt))(
-        (min(ceil_div(total, THREADS), GATED_BLOCKS),), (THREADS,), (
-            a, b, _NULL if c is None else c, d, i64(m), i64(n), i64(k),
-            i64(0 if a.shape[0] == 1 else m * k), i64(0 if b.shape[0] == 1 else k * n),
-            i64(0 if c is None or c.shape[0] == 1 else m * n), i64(batch), flags, gate, epoch))
+        (_blocks(ceil_div(total, 4 * THREADS)),), (THREADS,), (d, i64(total), gate, epoch))
+    flags = _flags(ra + cb)  # a word per row of A, then per column of B
+    fn = kernels.function(SPEC, role(sr.add_op, sr.mul_op, dt))
+    work = max(ceil_div(total, THREADS), ceil_div(ra * ceil_div(k, RK), 8)
+               + b.shape[0] * ceil_div(n, 32) * ceil_div(k, CK))
+    fn((min(work, GATED_BLOCKS, _resident(fn)),), (THREADS,), (
+        a, b, _NULL if c is None else c, d, i64(m), i64(n), i64(k),
+        i64(0 if a.shape[0] == 1 else m * k), i64(0 if b.shape[0] == 1 else k * n),
+        i64(0 if c is None or c.shape[0] == 1 else m * n), i64(batch), i64(ra), i64(cb), flags,
+        gate, epoch), enable_cooperative_groups=True)
 
 
 def after_gemm(d, a, b, sr, c, argmax: bool) -> None:
