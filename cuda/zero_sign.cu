@@ -6,28 +6,28 @@
 // applied: a max is +0 if any zero-valued term (or c) is +0, else -0; a min is -0 if any
 // zero-valued term (or c) is -0, else +0.
 //
-// Two launches on the GEMM's stream, no host wait, no memset: a per-stream word triple (gate, barrier count,
-// barrier generation) and a flag word per row of A and per column of B (a scratch of the call's).
-//  1. zero_any: reads D once, flat, 16 bytes a load where D is 16-byte aligned; a block that saw a
-//     zero stores the call's epoch (a per-stream counter the host passes) in gate[0]. Most products
-//     have no zero output: the gate then holds an older epoch and launch 2 returns at once, so the
-//     pass costs this one read of D and a launch. (A gate left from 2^32 - 1 calls before with the
-//     same epoch only opens the gate: slower, still exact.) Setting the gate in the GEMM's own
-//     epilogue instead (no read of D) cost the units kernel 1.5-2.4 % in every form tried
-//     (benchmarks/bench_units_gate_s13.py), more than the read.
-//  2. zero_pass, a cooperative launch (every block resident: the host sizes the grid by the
-//     occupancy), which returns at once unless the gate holds the epoch; else, with a grid-wide
-//     barrier between the phases:
-//     a. zeroes the flag words;
-//     b. the flags of every row of A and column of B (bit 0: it holds a -0; bit 1: it holds a value
-//        whose sign bit is set), k cut into chunks so that long rows and columns spread over the
-//        GPU; a chunk ORs its bits in with one atomic, only where it found any;
-//     c. one thread per output (flat, grid-stride): a zero output finds whether any of its terms can
-//        be -0 from its row's and column's flags (IEEE, round to nearest: x + y is -0 only for
-//        -0 + -0; a zero x * y is -0 only where the signs differ, underflow included; a min or max
-//        of zeros is -0 only with a -0 operand). Where none can, a min is c's sign (-0 only where c
-//        is -0) and a max is +0 (unless c is -0: then it looks for a zero term); where one can, it
-//        scans its k terms, 4 at a time, until a term has the sign that settles it (max: +0, min: -0).
+// One cooperative launch on the GEMM's stream (every block resident: the host sizes the grid by
+// the occupancy), no host wait, no memset: a per-stream word triple (gate, barrier count, barrier
+// generation) and a flag word per row of A and per column of B (a scratch of the call's). Phases,
+// a grid-wide barrier between them:
+//  1. zero the flag words, and read D (flat, 16 bytes a load where D is 16-byte aligned); a block
+//     that saw a zero stores the call's epoch (a per-stream counter the host passes) in gate[0].
+//     Most products have no zero output: the gate then holds an older epoch, every block returns
+//     after the barrier, and the pass costs this one read of D and a launch. (A gate left from
+//     2^32 - 1 calls before with the same epoch only opens the gate: slower, still exact.)
+//     Session 13 measured the alternatives: zero_any as a launch of its own before (1024³ 0.4 µs
+//     faster, 2048³ 0.8 µs slower, the open paths 4-10 % slower), and the gate set in the GEMM's
+//     own epilogue (the units kernel 1.5-2.4 % slower in every form tried,
+//     benchmarks/bench_units_gate_s13.py).
+//  2. the flags of every row of A and column of B (bit 0: it holds a -0; bit 1: it holds a value
+//     whose sign bit is set), k cut into chunks so that long rows and columns spread over the GPU;
+//     a chunk ORs its bits in with one atomic, only where it found any.
+//  3. one thread per output (flat, grid-stride): a zero output finds whether any of its terms can
+//     be -0 from its row's and column's flags (IEEE, round to nearest: x + y is -0 only for
+//     -0 + -0; a zero x * y is -0 only where the signs differ, underflow included; a min or max of
+//     zeros is -0 only with a -0 operand). Where none can, a min is c's sign (-0 only where c is
+//     -0) and a max is +0 (unless c is -0: then it looks for a zero term); where one can, it scans
+//     its k terms, 4 at a time, until a term has the sign that settles it (max: +0, min: -0).
 // The worst case left is a product whose rows and columns hold -0 (or, for times, negatives) while
 // its zero outputs' terms settle late: each such output scans up to k terms.
 //
@@ -87,10 +87,9 @@ __device__ __forceinline__ int term_kind(T x, T y) {
   }
 }
 
-// 1. gate[0] := epoch if d[0:total] holds a zero
+// whether this thread's share of d[0:total] (flat, grid-stride) holds a zero
 template <typename T>
-__global__ void __launch_bounds__(256)
-zero_any(const T* __restrict__ d, long long total, unsigned* __restrict__ gate, unsigned epoch) {
+__device__ __forceinline__ bool zero_in(const T* d, long long total) {
   using V = typename ZeroBits<T>::V;
   constexpr int W = sizeof(V) / sizeof(T);
   const long long stride = (long long)gridDim.x * blockDim.x;
@@ -105,10 +104,10 @@ zero_any(const T* __restrict__ d, long long total, unsigned* __restrict__ gate, 
   } else {
     for (long long j = i; j < total; j += stride) found |= d[j] == T(0);
   }
-  if (__syncthreads_or(found) && threadIdx.x == 0) *gate = epoch;
+  return found;
 }
 
-// 2b. flags[r] |= the bits of row r of a (ra rows of k: every batch entry's rows), then
+// 2. flags[r] |= the bits of row r of a (ra rows of k: every batch entry's rows), then
 // flags[ra + c] |= the bits of column c of b (cb columns: every batch entry's n columns; the
 // column c = zb * n + j is b[zb * k * n + i * n + j]). Work items: (row, chunk of RK) a warp, then
 // (32 columns, chunk of CK) a block of 8 warps.
@@ -162,7 +161,7 @@ __device__ __forceinline__ void flags_of(const T* __restrict__ a, const T* __res
   }
 }
 
-// 2c. the ordered sign of every zero of d (batch, m, n); a (batch or 1, m, k), b (batch or 1, k, n),
+// 3. the ordered sign of every zero of d (batch, m, n); a (batch or 1, m, k), b (batch or 1, k, n),
 // c (batch or 1, m, n) or null, all C-contiguous; sa, sb, sc: batch strides (0 where the operand
 // broadcasts); flags as flags_of wrote them in this launch, with ra = (sa ? batch : 1) * m
 template <typename T, bool MAX, int MUL>
@@ -233,20 +232,22 @@ __device__ __forceinline__ void grid_barrier(unsigned* gate) {
   __syncthreads();
 }
 
-// 2. the pass proper: nothing unless the gate holds this call's epoch (every block reads the same
-// word, written before this launch: all return, or none); else zero the flags (ra + cb words),
-// compute them, then fix the zeros, a grid barrier between the phases
+// The pass: gate[0] := epoch where d holds a zero (each block its share of d), a grid barrier,
+// then nothing unless the gate holds this call's epoch (every block reads the word after the
+// barrier: all return, or none); else compute the flags (zeroed before the first barrier), a
+// barrier, and fix the zeros.
 template <typename T, bool MAX, int MUL>
 __global__ void __launch_bounds__(256)
 zero_pass(const T* __restrict__ a, const T* __restrict__ b, const T* __restrict__ c,
           T* __restrict__ d, long long m, long long n, long long k, long long sa, long long sb,
           long long sc, long long batch, long long ra, long long cb, unsigned* flags,
           unsigned* gate, unsigned epoch) {
-  if (*(volatile const unsigned*)gate != epoch) return;  // no zero output: nothing to decide
   const long long stride = (long long)gridDim.x * blockDim.x;
   for (long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x; j < ra + cb; j += stride)
     flags[j] = 0u;
+  if (__syncthreads_or(zero_in<T>(d, batch * m * n)) && threadIdx.x == 0) *gate = epoch;
   grid_barrier(gate);
+  if (*(volatile const unsigned*)gate != epoch) return;  // no zero output: nothing to decide
   flags_of<T>(a, b, ra, k, n, cb, flags);
   grid_barrier(gate);
   fix_signs<T, MAX, MUL>(a, b, c, d, m, n, k, sa, sb, sc, batch, flags);

@@ -85,13 +85,13 @@ def test_module_covers_exactly_the_rule():
             covered = sr.add_op is not None and sr.mul_op is not None and (
                 zero_sign.role(sr.add_op, sr.mul_op, dt) in zero_sign.SPEC.names)
             assert covered == zero_order.applies(sr, dt), (name, dt)
-    assert len(zero_sign.SPEC.names) == 16 + 2  # + zero_any a dtype
+    assert len(zero_sign.SPEC.names) == 16
 
 
 @pytest.mark.parametrize(("ba", "bb", "bc"), [(1, 3, 3), (3, 1, None), (3, 3, 1)])
 def test_launches_strides_and_flags(monkeypatch, ba, bb, bc):
-    """zero_any then the cooperative zero_pass, with the batch strides, the flag words' count and a
-    grid no larger than can be resident."""
+    """One cooperative zero_pass, with the batch strides, the flag words' count and a grid no larger
+    than can be resident."""
     launched = []
 
     class Fn:
@@ -114,9 +114,7 @@ def test_launches_strides_and_flags(monkeypatch, ba, bb, bc):
     c = None if bc is None else np.zeros((bc, m, n), np.float32)
     d = np.zeros((batch, m, n), np.float32)
     zero_sign.fix(d, a, b, get_semiring("max_min"), c)
-    (r1, g1, b1, x1, kw1), (r2, g2, b2, x2, kw2) = launched
-    assert r1 == "zero_any_float32" and b1 == (zero_sign.THREADS,) and not kw1
-    assert x1[0] is d and int(x1[1]) == batch * m * n and x1[2] is gate and int(x1[3]) == 5
+    ((r2, g2, b2, x2, kw2),) = launched
     assert r2 == "zero_sign_max_min_float32" and b2 == (zero_sign.THREADS,)
     assert kw2 == {"enable_cooperative_groups": True} and g2 == (3,)  # at most the resident blocks
     assert x2[0] is a and x2[1] is b and x2[3] is d and (x2[2] is c if c is not None else x2[2] == 0)
@@ -195,7 +193,7 @@ def test_units_launch(monkeypatch, roles, rng, name):
     monkeypatch.setattr(be, "_sm_count", lambda: 4)  # a small shape then plans big3 over units
     a, b = _operands(rng, name, np.float32, (300, 1030), (1030, 260))
     _check(tg.matmul(a, b, name, backend="cuda"), ref_matmul(a, b, name)[0], name)
-    assert roles == [gemm_units.ROLE, "zero_any_float32", _role(name, np.float32)], roles
+    assert roles == [gemm_units.ROLE, _role(name, np.float32)], roles
 
 
 @pytest.mark.parametrize("name", ["max_plus", "min_max"])
@@ -292,7 +290,7 @@ def test_row_and_column_flags_gate_the_scan(roles, rng, name, ba, bb):
             _check(tg.matmul(a, b, name, c=cc, backend="cuda"), want, f"{name} {dt.__name__}")
             signs |= {bool(s) for s in np.signbit(want[want == 0])}
         assert signs == {False, True}, "no zero of one sign: the test is vacuous"
-        assert roles[-2:] == [f"zero_any_{np.dtype(dt).name}", _role(name, dt)], roles
+        assert roles[-1] == _role(name, dt), roles
 
 
 def test_gate_word_holds_the_epoch_only_after_a_zero(roles):

@@ -3,21 +3,21 @@
 kernels fold with the hardware's min / max, which need not order zeros, and the argmax epilogues
 store a matching term's bits; the argmax index is left as it is.
 
-Two launches on the current stream (the GEMM's) right after the GEMM, its split-k fold and ``c``,
-in place on the output, no host wait, no memset: ``zero_any`` reads the output once and stores the
-call's epoch in the stream's gate word where it holds a zero; then one cooperative launch,
-``zero_pass``, returns at once unless the gate is open; else it zeroes the flags, finds which rows
-and columns hold a -0 or a negative (one read of A and B), and fixes the zero outputs, a grid
-barrier between the phases. A zero output whose row and column flags show that no term can be -0
-takes its sign from ``c`` (min) or is +0 (max) at once; the others rescan their k terms, 4 a step,
-until one (or ``c``) has the sign that settles them (max: +0, min: -0).
-Cost: one read of the output and a launch that returns at once where no output is zero; an open
-gate adds one read of A and B, plus the scans of the zero outputs whose flags allow a -0 term.
-(Setting the gate in the GEMM's own epilogue, which would save the read, made the units kernel
-1.5-2.4 % slower in every form tried: ``benchmarks/bench_units_gate_s13.py``.) The small-k kernels
-(k <= 64) fold zeros in order themselves (``refold_ord``): without argmax they get no pass
-(:func:`after_gemm`), which would cost them more than their own time (a read of D and two
-launches against a bandwidth-bound GEMM).
+One cooperative launch on the current stream (the GEMM's) right after the GEMM, its split-k fold
+and ``c``, in place on the output, no host wait, no memset: ``zero_pass`` reads the output, stores
+the call's epoch in the stream's gate word where it holds a zero, and after a grid barrier returns
+unless the gate is open; else it finds which rows and columns hold a -0 or a negative (one read of
+A and B) and fixes the zero outputs, a grid barrier between the phases. A zero output whose row
+and column flags show that no term can be -0 takes its sign from ``c`` (min) or is +0 (max) at
+once; the others rescan their k terms, 4 a step, until one (or ``c``) has the sign that settles
+them (max: +0, min: -0).
+Cost: one launch and one read of the output where no output is zero; an open gate adds one read
+of A and B, plus the scans of the zero outputs whose flags allow a -0 term. (Setting the gate in
+the GEMM's own epilogue, which would save the read, made the units kernel 1.5-2.4 % slower in
+every form tried: ``benchmarks/bench_units_gate_s13.py``.) The small-k kernels (k <= 64) fold
+zeros in order themselves (``refold_ord``): without argmax they get no pass (:func:`after_gemm`),
+which would cost them more than their own time (a read of D and a launch against a
+bandwidth-bound GEMM).
 """
 
 from __future__ import annotations
@@ -31,10 +31,8 @@ from ..base import ceil_div
 from . import gemm_launch, kernels
 from .streams import stream_key
 
-#: threads a block, and most blocks a launch: grid-stride loops cover the rest, and a launch that
-#: returns at once (no zero output) costs little more than its launch
+#: threads a block
 THREADS = 256
-MAX_BLOCKS = 4096
 _MUL = {"plus": 0, "times": 1, "min": 2, "max": 3}
 _NULL = np.uint64(0)
 #: rows of A a warp's chunk, rows of B a block's chunk (as RK, CK in cuda/zero_sign.cu)
@@ -47,22 +45,16 @@ def role(add_op: str, mul_op: str, dtype) -> str:
 
 
 _FLOATS = ("float32", "float64")
-#: every (⊕, ⊗, dtype) the rule covers (``zero_order.applies``): its ``zero_pass``; and per dtype
-#: ``zero_any_<dtype>``, the gate's read of the output; one module
+#: every (⊕, ⊗, dtype) the rule covers (``zero_order.applies``): its ``zero_pass``; one module
 SPEC = kernels.ModuleSpec("zero_sign", "zero_sign.cu", {
-    **{role(add, mul, dt): f"ptg::zero_pass<{kernels.CTYPES[dt]}, {str(add == 'max').lower()}, {code}>"
-       for add in ("min", "max") for mul, code in _MUL.items() for dt in _FLOATS},
-    **{f"zero_any_{dt}": f"ptg::zero_any<{kernels.CTYPES[dt]}>" for dt in _FLOATS}})
+    role(add, mul, dt): f"ptg::zero_pass<{kernels.CTYPES[dt]}, {str(add == 'max').lower()}, {code}>"
+    for add in ("min", "max") for mul, code in _MUL.items() for dt in _FLOATS})
 
 
-def _blocks(work: int) -> int:
-    return max(1, min(work, MAX_BLOCKS))
-
-
-#: most blocks of the gated launch: most calls find the gate shut, and an early-exit block still
-#: costs its scheduling (4,096 of them ≈ 2-3 µs on the H200); 8 an SM on 132 SMs, grid-stride
-#: beyond, and never more than can be resident at once (a cooperative launch: :func:`_resident`)
-GATED_BLOCKS = 1056
+#: most blocks of the launch: 8 an SM on the H200's 132 SMs, grid-stride beyond, and never more
+#: than can be resident at once (a cooperative launch: :func:`_resident`; 4 an SM at 57-64
+#: registers, so 528 there)
+MAX_BLOCKS = 1056
 _gates: dict = {}  # stream key -> [(gate, barrier count, barrier generation) cupy uint32[3], epoch]
 _resident_blocks: dict = {}  # (device, function pointer) -> blocks resident on the whole device
 _lock = threading.Lock()
@@ -118,13 +110,11 @@ def fix(d, a, b, sr, c) -> None:
     ra, cb = a.shape[0] * m, b.shape[0] * n
     total = batch * m * n
     gate, epoch = _gate()
-    kernels.function(SPEC, f"zero_any_{dt.name}")(
-        (_blocks(ceil_div(total, 4 * THREADS)),), (THREADS,), (d, i64(total), gate, epoch))
     flags = _flags(ra + cb)  # a word per row of A, then per column of B
     fn = kernels.function(SPEC, role(sr.add_op, sr.mul_op, dt))
     work = max(ceil_div(total, THREADS), ceil_div(ra * ceil_div(k, RK), 8)
                + b.shape[0] * ceil_div(n, 32) * ceil_div(k, CK))
-    fn((min(work, GATED_BLOCKS, _resident(fn)),), (THREADS,), (
+    fn((min(work, MAX_BLOCKS, _resident(fn)),), (THREADS,), (
         a, b, _NULL if c is None else c, d, i64(m), i64(n), i64(k),
         i64(0 if a.shape[0] == 1 else m * k), i64(0 if b.shape[0] == 1 else k * n),
         i64(0 if c is None or c.shape[0] == 1 else m * n), i64(batch), i64(ra), i64(cb), flags,
