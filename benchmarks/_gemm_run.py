@@ -1,12 +1,14 @@
-"""What the CUDA GEMM benches (sessions 4 to 8) set up before their checks, in one place: the
+"""What the CUDA GEMM benches (sessions 4 to 12) set up before their checks, in one place: the
 run's record and timer, the bench's tile modules and their timed compile, the split-k plan a
-tile role is checked with, and one check of a tile's output against its reference.
+tile role is checked with, and one check of a tile's output against its reference; and the
+argmax form benches' (s9t, s12z) two timing rounds and their summary.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -100,4 +102,44 @@ def check_run(out, failed, log, record, d, idx, want, widx, bits=False):
     return ok
 
 
-__all__ = ["check_run", "compile_all", "run_record", "split_plan", "tile_name", "tile_specs"]
+def time_rounds(timer, rows, summary, log, save, run_tile, runs, a, b, s, base, kind, cfg, forms, failed,
+                role, time_failed=False):
+    """Time ``runs`` ([(label, arg, tag)]) on ``a`` x ``b`` (s³, no c, k in one part) in two
+    rounds, forward then backward order: ``timer`` of ``partial(run_tile, label, arg, a, b, None, 1,
+    s)``, 5 reps of 1 call at s >= 8192, else 9 reps of 3. A form (``tag`` in ``forms``) whose
+    (label, ``role``) is in ``failed`` is skipped unless ``time_failed``. Each time is a row of
+    ``rows`` (op, base, form, round, config ``cfg``, size, operands ``kind``, s, TOPS), appended to
+    ``summary[size][base][tag]`` (size "<s>^3"), logged, and saved."""
+    big = s >= 8192
+    for rnd in (0, 1):
+        for label, arg, tag in (runs if rnd == 0 else runs[::-1]):
+            if tag in forms and (label, role) in failed and not time_failed:
+                continue
+            t = timer(partial(run_tile, label, arg, a, b, None, 1, s), 5 if big else 9,
+                      inner=1 if big else 3)
+            rows.append({"op": f"{base} {tag}", "base": base, "form": tag, "round": rnd, "config": cfg,
+                         "size": f"{s}^3", "operands": kind, "s": t, "TOPS": 2 * s**3 / t / 1e12})
+            summary.setdefault(f"{s}^3", {}).setdefault(base, {}).setdefault(tag, []).append(t)
+            log(f"{s}^3 round {rnd} {base:13s} {tag:5s} {kind:5s} {t * 1e3:9.3f} ms "
+                f"{2 * s**3 / t / 1e12:6.2f} TOPS")
+            save()
+
+
+def summarize_rounds(out, summary, log, save):
+    """Replace each list of times in ``summary`` (time_rounds's) by {"s": their mean, "rounds": the
+    list, "ratio_to_plain": the "plain" tag's mean over it}, log each, store it as
+    ``out["summary"]`` and save."""
+    for size, bases in summary.items():
+        for base, forms in bases.items():
+            plain = float(np.mean(forms["plain"]))
+            for tag, ts in forms.items():
+                t = float(np.mean(ts))
+                forms[tag] = {"s": t, "rounds": ts, "ratio_to_plain": plain / t}
+                log(f"{size} {base:13s} {tag:5s} {forms[tag]['s'] * 1e3:9.3f} ms  ratio "
+                    f"{forms[tag]['ratio_to_plain']:.3f}")
+    out["summary"] = summary
+    save()
+
+
+__all__ = ["check_run", "compile_all", "run_record", "split_plan", "summarize_rounds", "tile_name",
+           "tile_specs", "time_rounds"]

@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -46,7 +45,16 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
-from _gemm_run import check_run, compile_all, run_record, split_plan, tile_name, tile_specs  # noqa: E402
+from _gemm_run import (  # noqa: E402
+    check_run,
+    compile_all,
+    run_record,
+    split_plan,
+    summarize_rounds,
+    tile_name,
+    tile_specs,
+    time_rounds,
+)
 from bench_gemm_cuda_s6t import check_inputs  # noqa: E402
 from bench_gemm_sweep import baselines  # noqa: E402
 
@@ -167,7 +175,6 @@ def main(argv=None) -> int:
 
     summary = {}
     for s in sizes:
-        big = s >= 8192
         for base, kind in TIMED:
             name, _, _, vs = BASES[base]
             a, b = operands(name, kind, s)
@@ -184,28 +191,9 @@ def main(argv=None) -> int:
                     log(f"timed output {label} == {base} ({kind}, {s}^3): {same}")
                     if not same:
                         failed.add((label, ARG_ROLE))
-            for rnd in (0, 1):
-                for label, arg, tag in (kernels if rnd == 0 else kernels[::-1]):
-                    if tag in FORMS and (label, ARG_ROLE) in failed and not args.time_failed:
-                        continue
-                    t = timer(partial(run_tile, label, arg, a, b, None, 1, s), 5 if big else 9,
-                              inner=1 if big else 3)
-                    rows.append({"op": f"{base} {tag}", "base": base, "form": tag, "round": rnd, "config": T,
-                                 "size": f"{s}^3", "operands": kind, "s": t, "TOPS": 2 * s**3 / t / 1e12})
-                    summary.setdefault(f"{s}^3", {}).setdefault(base, {}).setdefault(tag, []).append(t)
-                    log(f"{s}^3 round {rnd} {base:13s} {tag:5s} {kind:5s} {t * 1e3:9.3f} ms "
-                        f"{2 * s**3 / t / 1e12:6.2f} TOPS")
-                    save()
-    for size, bases in summary.items():
-        for base, forms in bases.items():
-            plain = float(np.mean(forms["plain"]))
-            for tag, ts in forms.items():
-                t = float(np.mean(ts))
-                forms[tag] = {"s": t, "rounds": ts, "ratio_to_plain": plain / t}
-                log(f"{size} {base:13s} {tag:5s} {forms[tag]['s'] * 1e3:9.3f} ms  ratio "
-                    f"{forms[tag]['ratio_to_plain']:.3f}")
-    out["summary"] = summary
-    save()
+            time_rounds(timer, rows, summary, log, save, run_tile, kernels, a, b, s, base, kind, T, FORMS,
+                        failed, ARG_ROLE, args.time_failed)
+    summarize_rounds(out, summary, log, save)
     log(f"wrote {args.json}; failed: {out['failed']}")
     return 1 if failed else 0
 
