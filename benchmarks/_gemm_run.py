@@ -1,13 +1,16 @@
 """What the CUDA GEMM benches (sessions 4 to 12) set up before their checks, in one place: the
 run's record and timer, the bench's tile modules and their timed compile, the split-k plan a
-tile role is checked with, and one check of a tile's output against its reference; and the
-argmax form benches' (s9t, s12z) two timing rounds and their summary.
+tile role is checked with, and one check of a tile's output against its reference; and what
+the argmax form benches (s9t, s12z) share: their start, the loop of their checks, and their timed
+outputs' check, two timing rounds and summary.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
+import types
 from functools import partial
 from pathlib import Path
 
@@ -141,5 +144,114 @@ def summarize_rounds(out, summary, log, save):
     save()
 
 
-__all__ = ["check_run", "compile_all", "run_record", "split_plan", "summarize_rounds", "tile_name",
-           "tile_specs", "time_rounds"]
+def argmax_bench(doc, json_path, argv, tag, cases, roles, time_failed=False):
+    """The start of an argmax form bench's ``main``: its command line (``--json``, default
+    ``json_path``; ``--workers``; ``--quick``; where ``time_failed`` s9t's ``--time-failed``; the
+    description ``doc``'s first line), the CUDA backend, the run's record (``run_record``) and its
+    tile modules (``tile_specs(tag, cases)``). Returns a namespace of ``args``, ``cp``, ``timer``,
+    ``out``, ``rows``, ``failed``, ``save``, ``log`` (print), ``sp``, ``sizes`` (1024 and 2048 with
+    --quick, else 4096 and 8192) and ``run_tile(label, arg, a, b, c, ks, k)``: ``label``'s tile of
+    ``roles`` = (argmax role, plain role) by ``arg``, k in ``ks`` parts (``split_plan``). The bench
+    then compiles ``sp`` and times its baselines itself."""
+    p = argparse.ArgumentParser(description=doc.split("\n")[0])
+    p.add_argument("--json", default=json_path)
+    p.add_argument("--workers", type=int, default=16)
+    p.add_argument("--quick", action="store_true", help="1024³ and 2048³ only (a smoke test)")
+    if time_failed:
+        p.add_argument("--time-failed", action="store_true", help="time a variant even where a check failed")
+    args = p.parse_args(argv)
+    import cupy as cp
+
+    import pytropical_gpu as tg
+
+    be = tg.get_backend("cuda")
+    timer, out, rows, failed, save = run_record(cp, be, args.json)
+    sp = tile_specs(tag, cases)
+
+    def run_tile(label, arg, a, b, c, ks, k):
+        rl = roles[0] if arg else roles[1]
+        return gemm_launch.run(be, sp[(label, rl)], a, b, c, arg, split_plan(rl, k, ks))
+
+    return types.SimpleNamespace(args=args, cp=cp, timer=timer, out=out, rows=rows, failed=failed, save=save,
+                                 log=print, sp=sp, sizes=(1024, 2048) if args.quick else (4096, 8192),
+                                 run_tile=run_tile)
+
+
+def run_checks(r, bases, kinds, shapes, check, what, log_ref=False):
+    """An argmax form bench's checks (``r``: ``argmax_bench``'s namespace): for each base of
+    ``bases`` (label -> (semiring name, ...)), each operand kind of ``kinds(base)``, each (m, k, n,
+    ks) of ``shapes``, without then with ``c``: ``bench_gemm_cuda_s6t.check_inputs``'s operands
+    (one generator, seed 2, one cache) and ``check(ref_failed, base, kind, (m, k, n, ks), use_c,
+    ops, want, widx)``, ``ops`` the device (a, b, c) with a batch of 1 (c None without it). Then
+    ``ref_failed`` sorted into ``out["ref_failed"]``, a log of the checks' count and time (where
+    ``log_ref`` the reference failures) and ``what`` failed (``r.failed``), and a save."""
+    from bench_gemm_cuda_s6t import check_inputs  # (here: bench_gemm_cuda_s6t imports this module)
+
+    cp, out = r.cp, r.out
+    crng = np.random.default_rng(2)
+    cache, ref_failed = {}, set()
+    t0 = time.perf_counter()
+    for base in bases:
+        name = bases[base][0]
+        for kind in kinds(base):
+            for m, k, n, ks in shapes:
+                for use_c in (False, True):
+                    a, b, c, want, widx = check_inputs(crng, cache, name, kind, m, k, n, use_c)
+                    ops = (cp.asarray(a)[None], cp.asarray(b)[None],
+                           None if c is None else cp.asarray(c)[None])
+                    check(ref_failed, base, kind, (m, k, n, ks), use_c, ops, want, widx)
+    out["ref_failed"] = [list(f) for f in sorted(ref_failed)]
+    ref = f"failed the reference: {sorted(ref_failed)}; " if log_ref else ""
+    r.log(f"checks: {len(out['checks'])} in {time.perf_counter() - t0:.1f} s; {ref}{what} failed: "
+          f"{sorted(r.failed)}")
+    r.save()
+
+
+def argmax_operands(cp, name, kind, s):
+    """A timed (a, b): s x s standard normal float32 (a batch of 1, CuPy seed 7); ``kind`` "every":
+    the zero (-inf for a max semiring ``name``, else +inf) in every 8-wide slab of every 64-row
+    block of a."""
+    g = cp.random.RandomState(7)
+    a = g.standard_normal((1, s, s), dtype=cp.float32)
+    b = g.standard_normal((1, s, s), dtype=cp.float32)
+    if kind == "every":
+        a[0, ::64, ::8] = np.float32(-np.inf if name.startswith("max") else np.inf)
+    return a, b
+
+
+def time_forms(r, timed, bases, cfg, forms, role, read, note="", time_failed=False):
+    """An argmax form bench's timings and its end (``r``: ``argmax_bench``'s namespace): at each of
+    ``r.sizes``, each (base, operand kind) of ``timed`` on ``argmax_operands``: the plain tile, the
+    library's argmax ("lib") and each form of ``bases[base][3]`` whose (label, ``role``) has not
+    failed (or every one, where ``time_failed``). At the first size each form's output, read by
+    ``read(d, idx)``, against the library's: a check (failing the form where it differs) and a log
+    line (``note`` ahead of the kind). Then ``time_rounds`` (config ``cfg``, ``forms``),
+    ``summarize_rounds``, a log of the JSON's path and the failed forms; returns 1 if any failed,
+    else 0."""
+    summary = {}
+    for s in r.sizes:
+        for base, kind in timed:
+            name, _, _, vs = bases[base]
+            a, b = argmax_operands(r.cp, name, kind, s)
+            runs = [(base, False, "plain"), (base, True, "lib")]
+            runs += [(f"{base} {v}", True, v) for v in vs
+                     if (f"{base} {v}", role) not in r.failed or time_failed]
+            if s == r.sizes[0]:
+                ref = read(*r.run_tile(base, True, a, b, None, 1, s))
+                for label, _, _ in runs[2:]:
+                    got = read(*r.run_tile(label, True, a, b, None, 1, s))
+                    same = all(np.array_equal(x, y) for x, y in zip(got, ref))
+                    r.out["checks"].append({"case": label, "role": role, "kind": kind, "shape": [s, s, s],
+                                            "against": base, "ok": same})
+                    r.log(f"timed output {label} == {base} ({note}{kind}, {s}^3): {same}")
+                    if not same:
+                        r.failed.add((label, role))
+            time_rounds(r.timer, r.rows, summary, r.log, r.save, r.run_tile, runs, a, b, s, base, kind, cfg,
+                        forms, r.failed, role, time_failed)
+    summarize_rounds(r.out, summary, r.log, r.save)
+    r.log(f"wrote {r.args.json}; failed: {r.out['failed']}")
+    return 1 if r.failed else 0
+
+
+__all__ = ["argmax_bench", "argmax_operands", "check_run", "compile_all", "run_checks", "run_record",
+           "split_plan", "summarize_rounds", "tile_name", "tile_specs", "time_forms", "time_rounds"]

@@ -22,9 +22,7 @@ equal tests/reference.py bit for bit. Then CUDA-event times at 4096³ and 8192³
 
 from __future__ import annotations
 
-import argparse
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -32,21 +30,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
-from _gemm_run import (  # noqa: E402
-    check_run,
-    compile_all,
-    run_record,
-    split_plan,
-    summarize_rounds,
-    tile_name,
-    tile_specs,
-    time_rounds,
-)
-from bench_gemm_cuda_s6t import check_inputs  # noqa: E402
+from _gemm_run import argmax_bench, check_run, compile_all, run_checks, tile_name, time_forms  # noqa: E402
 from bench_gemm_cuda_s9t import ARG, PLAIN, SHAPES, T, kinds  # noqa: E402
 from bench_gemm_sweep import baselines  # noqa: E402
 
-from pytropical_gpu.backends.cuda import gemm_launch, zero_sign  # noqa: E402
+from pytropical_gpu.backends.cuda import zero_sign  # noqa: E402
 from pytropical_gpu.semirings import get_semiring  # noqa: E402
 
 TAG = "s12z"
@@ -76,90 +64,32 @@ def zero_blind(d, idx):
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--json", default="gemm_s12z.json")
-    p.add_argument("--workers", type=int, default=16)
-    p.add_argument("--quick", action="store_true", help="1024³ and 2048³ only (a smoke test)")
-    args = p.parse_args(argv)
-    import cupy as cp
+    r = argmax_bench(__doc__, "gemm_s12z.json", argv, TAG, CASES, (ARG_ROLE, PLAIN_ROLE))
+    compile_all(r.out, list(r.sp.values()), r.args.workers, r.log)
+    baselines(r.cp, r.timer, r.rows, r.log, r.sizes[:1], np.random.default_rng(1))
 
-    import pytropical_gpu as tg
-
-    be = tg.get_backend("cuda")
-    timer, out, rows, failed, save = run_record(cp, be, args.json)
-    log = print
-    sp = tile_specs(TAG, CASES)
-    compile_all(out, list(sp.values()), args.workers, log)
-    sizes = (1024, 2048) if args.quick else (4096, 8192)
-    baselines(cp, timer, rows, log, sizes[:1], np.random.default_rng(1))
-
-    def run_tile(label, arg, a, b, c, ks, k):
-        rl = ARG_ROLE if arg else PLAIN_ROLE
-        return gemm_launch.run(be, sp[(label, rl)], a, b, c, arg, split_plan(rl, k, ks))
-
-    # ------------------------------------------------------------------ checks
-    crng = np.random.default_rng(2)
-    cache, ref_failed = {}, set()
-    t0 = time.perf_counter()
-    n_checks = 0
-    for base in BASES:
+    def check(ref_failed, base, kind, shape, use_c, ops, want, widx):
+        # the library's argmax, then each form against it (±0 aside) and, after the zero-sign
+        # pass, against the reference bit for bit
         name, _, _, vs = BASES[base]
+        m, k, n, ks = shape
         sr = get_semiring(name)
-        for kind in kinds(base):
-            for m, k, n, ks in SHAPES:
-                for use_c in (False, True):
-                    a, b, c, want, widx = check_inputs(crng, cache, name, kind, m, k, n, use_c)
-                    ops = (cp.asarray(a)[None], cp.asarray(b)[None],
-                           None if c is None else cp.asarray(c)[None])
-                    lib = zero_blind(*run_tile(base, True, *ops, ks, k))
-                    for v in vs:
-                        label = f"{base} {v}"
-                        d, idx = run_tile(label, True, *ops, ks, k)
-                        same = all(np.array_equal(x, y) for x, y in zip(zero_blind(d, idx), lib))
-                        zero_sign.fix(d, ops[0], ops[1], sr, ops[2])  # as CudaBackend._gemm does
-                        rec = {"case": label, "role": ARG_ROLE, "kind": kind, "shape": [m, k, n], "ks": ks,
-                               "c": use_c, "same_as_lib": same, "after": "zero_sign.fix"}
-                        ok = check_run(out, ref_failed, log, rec, d, idx, want, widx, bits=True)
-                        n_checks += 1
-                        if not (same and ok):
-                            log(f"FORM FAILED {label} {kind} {m}x{k}x{n} ks={ks} c={use_c}: library's "
-                                f"(±0 aside) {same}, reference after the pass {ok}")
-                            failed.add((label, ARG_ROLE))
-    out["ref_failed"] = [list(f) for f in sorted(ref_failed)]
-    log(f"checks: {n_checks} in {time.perf_counter() - t0:.1f} s; forms failed: {sorted(failed)}")
-    save()
+        lib = zero_blind(*r.run_tile(base, True, *ops, ks, k))
+        for v in vs:
+            label = f"{base} {v}"
+            d, idx = r.run_tile(label, True, *ops, ks, k)
+            same = all(np.array_equal(x, y) for x, y in zip(zero_blind(d, idx), lib))
+            zero_sign.fix(d, ops[0], ops[1], sr, ops[2])  # as CudaBackend._gemm does
+            rec = {"case": label, "role": ARG_ROLE, "kind": kind, "shape": [m, k, n], "ks": ks,
+                   "c": use_c, "same_as_lib": same, "after": "zero_sign.fix"}
+            ok = check_run(r.out, ref_failed, r.log, rec, d, idx, want, widx, bits=True)
+            if not (same and ok):
+                r.log(f"FORM FAILED {label} {kind} {m}x{k}x{n} ks={ks} c={use_c}: library's "
+                      f"(±0 aside) {same}, reference after the pass {ok}")
+                r.failed.add((label, ARG_ROLE))
 
-    # ------------------------------------------------------------------ timings
-    def operands(name, kind, s):
-        g = cp.random.RandomState(7)
-        a = g.standard_normal((1, s, s), dtype=cp.float32)
-        b = g.standard_normal((1, s, s), dtype=cp.float32)
-        if kind == "every":
-            a[0, ::64, ::8] = np.float32(-np.inf if name.startswith("max") else np.inf)
-        return a, b
-
-    summary = {}
-    for s in sizes:
-        for base, kind in TIMED:
-            name, _, _, vs = BASES[base]
-            a, b = operands(name, kind, s)
-            kernels = [(base, False, "plain"), (base, True, "lib")]
-            kernels += [(f"{base} {v}", True, v) for v in vs if (f"{base} {v}", ARG_ROLE) not in failed]
-            if s == sizes[0]:
-                ref = zero_blind(*run_tile(base, True, a, b, None, 1, s))
-                for label, _, _ in kernels[2:]:
-                    same = all(np.array_equal(x, y)
-                               for x, y in zip(zero_blind(*run_tile(label, True, a, b, None, 1, s)), ref))
-                    out["checks"].append({"case": label, "role": ARG_ROLE, "kind": kind, "shape": [s, s, s],
-                                          "against": base, "ok": same})
-                    log(f"timed output {label} == {base} (±0 aside; {kind}, {s}^3): {same}")
-                    if not same:
-                        failed.add((label, ARG_ROLE))
-            time_rounds(timer, rows, summary, log, save, run_tile, kernels, a, b, s, base, kind, T, FORMS,
-                        failed, ARG_ROLE)
-    summarize_rounds(out, summary, log, save)
-    log(f"wrote {args.json}; failed: {out['failed']}")
-    return 1 if failed else 0
+    run_checks(r, BASES, kinds, SHAPES, check, "forms")
+    return time_forms(r, TIMED, BASES, T, FORMS, ARG_ROLE, zero_blind, "±0 aside; ")
 
 
 if __name__ == "__main__":

@@ -35,9 +35,7 @@ output at the first size against the library kernel's, and CUDA-event medians at
 
 from __future__ import annotations
 
-import argparse
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -45,23 +43,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
-from _gemm_run import (  # noqa: E402
-    check_run,
-    compile_all,
-    run_record,
-    split_plan,
-    summarize_rounds,
-    tile_name,
-    tile_specs,
-    time_rounds,
-)
-from bench_gemm_cuda_s6t import check_inputs  # noqa: E402
+from _gemm_run import argmax_bench, check_run, compile_all, run_checks, tile_name, time_forms  # noqa: E402
 from bench_gemm_sweep import baselines  # noqa: E402
 
 sys.modules.pop("conftest", None)
 from test_cuda_times_zn import PLACES  # noqa: E402
 
-from pytropical_gpu.backends.cuda import gemm_launch  # noqa: E402
+from pytropical_gpu.backends.cuda import gemm_launch  # noqa: E402, F401 (tests/test_bench_gemm_s9t.py patches its run)
 
 TAG = "s9t"
 T = (64, 64, 16, 4, 4, 2)  # the argmax tile
@@ -102,100 +90,37 @@ def kinds(base: str) -> tuple:
     return ("nozero", "mixed", "late", *PLACES) if with_zero else ("nozero",)
 
 
-def check_plan():
-    """Every checked case in order: (base, kind, (m, k, n, ks), use_c), each run by the library
-    argmax kernel first, then by the base's variants."""
-    return [(base, kind, shape, use_c) for base in BASES for kind in kinds(base) for shape in SHAPES
-            for use_c in (False, True)]
-
-
 def _bits(d, idx):
     return d.get()[0].view(np.uint32), idx.get()[0]
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--json", default="gemm_s9t.json")
-    p.add_argument("--workers", type=int, default=16)
-    p.add_argument("--quick", action="store_true", help="1024³ and 2048³ only (a smoke test)")
-    p.add_argument("--time-failed", action="store_true", help="time a variant even where a check failed")
-    args = p.parse_args(argv)
-    import cupy as cp
+    r = argmax_bench(__doc__, "gemm_s9t.json", argv, TAG, CASES, (ARG_ROLE, PLAIN_ROLE), time_failed=True)
+    compile_all(r.out, list(r.sp.values()), r.args.workers, r.log)
+    baselines(r.cp, r.timer, r.rows, r.log, r.sizes[:1], np.random.default_rng(1))
 
-    import pytropical_gpu as tg
-
-    be = tg.get_backend("cuda")
-    timer, out, rows, failed, save = run_record(cp, be, args.json)
-    log = print
-    sp = tile_specs(TAG, CASES)
-    compile_all(out, list(sp.values()), args.workers, log)
-    sizes = (1024, 2048) if args.quick else (4096, 8192)
-    baselines(cp, timer, rows, log, sizes[:1], np.random.default_rng(1))
-
-    def run_tile(label, arg, a, b, c, ks, k):
-        rl = ARG_ROLE if arg else PLAIN_ROLE
-        return gemm_launch.run(be, sp[(label, rl)], a, b, c, arg, split_plan(rl, k, ks))
-
-    # ------------------------------------------------------------------ checks
-    crng = np.random.default_rng(2)
-    cache, ref_failed = {}, set()
-    t0 = time.perf_counter()
-    for base, kind, (m, k, n, ks), use_c in check_plan():
-        name, _, _, vs = BASES[base]
-        a, b, c, want, widx = check_inputs(crng, cache, name, kind, m, k, n, use_c)
-        ops = (cp.asarray(a)[None], cp.asarray(b)[None], None if c is None else cp.asarray(c)[None])
+    def check(ref_failed, base, kind, shape, use_c, ops, want, widx):
+        # the library argmax kernel, then the base's variants: each against the reference, and
+        # each variant against the library kernel's bits
+        m, k, n, ks = shape
         lib = None
-        for label in (base, *(f"{base} {v}" for v in vs)):
-            d, idx = run_tile(label, True, *ops, ks, k)
+        for label in (base, *(f"{base} {v}" for v in BASES[base][3])):
+            d, idx = r.run_tile(label, True, *ops, ks, k)
             rec = {"case": label, "role": ARG_ROLE, "kind": kind, "shape": [m, k, n], "ks": ks, "c": use_c}
-            ok = check_run(out, ref_failed, log, rec, d, idx, want, widx, bits=True)
+            ok = check_run(r.out, ref_failed, r.log, rec, d, idx, want, widx, bits=True)
             got = _bits(d, idx)
             if lib is None:
                 lib = (ok, got)
                 continue
             same = all(np.array_equal(x, y) for x, y in zip(got, lib[1]))
-            out["checks"][-1]["same_as_lib"] = same
+            r.out["checks"][-1]["same_as_lib"] = same
             if not same:  # (the same bits as a library kernel that passes pass too)
-                log(f"VARIANT FAILED {label} {kind} {m}x{k}x{n} ks={ks} c={use_c}: not the library "
-                    f"kernel's bits (reference: variant {ok}, library {lib[0]})")
-                failed.add((label, ARG_ROLE))
-    out["ref_failed"] = [list(f) for f in sorted(ref_failed)]
-    log(f"checks: {len(out['checks'])} in {time.perf_counter() - t0:.1f} s; failed the reference: "
-        f"{sorted(ref_failed)}; variants failed: {sorted(failed)}")
-    save()
+                r.log(f"VARIANT FAILED {label} {kind} {m}x{k}x{n} ks={ks} c={use_c}: not the library "
+                      f"kernel's bits (reference: variant {ok}, library {lib[0]})")
+                r.failed.add((label, ARG_ROLE))
 
-    # ------------------------------------------------------------------ timings
-    def operands(name, kind, s):
-        g = cp.random.RandomState(7)
-        a = g.standard_normal((1, s, s), dtype=cp.float32)
-        b = g.standard_normal((1, s, s), dtype=cp.float32)
-        if kind == "every":
-            a[0, ::64, ::8] = np.float32(-np.inf if name.startswith("max") else np.inf)
-        return a, b
-
-    summary = {}
-    for s in sizes:
-        for base, kind in TIMED:
-            name, _, _, vs = BASES[base]
-            a, b = operands(name, kind, s)
-            kernels = [(base, False, "plain"), (base, True, "lib")]
-            kernels += [(f"{base} {v}", True, v) for v in vs if (f"{base} {v}", ARG_ROLE) not in failed
-                        or args.time_failed]
-            if s == sizes[0]:  # the variants' timed outputs against the library kernel's
-                ref = _bits(*run_tile(base, True, a, b, None, 1, s))
-                for label, _, _ in kernels[2:]:
-                    got = _bits(*run_tile(label, True, a, b, None, 1, s))
-                    same = all(np.array_equal(x, y) for x, y in zip(got, ref))
-                    out["checks"].append({"case": label, "role": ARG_ROLE, "kind": kind, "shape": [s, s, s],
-                                          "against": base, "ok": same})
-                    log(f"timed output {label} == {base} ({kind}, {s}^3): {same}")
-                    if not same:
-                        failed.add((label, ARG_ROLE))
-            time_rounds(timer, rows, summary, log, save, run_tile, kernels, a, b, s, base, kind, T, FORMS,
-                        failed, ARG_ROLE, args.time_failed)
-    summarize_rounds(out, summary, log, save)
-    log(f"wrote {args.json}; failed: {out['failed']}")
-    return 1 if failed else 0
+    run_checks(r, BASES, kinds, SHAPES, check, "variants", log_ref=True)
+    return time_forms(r, TIMED, BASES, T, FORMS, ARG_ROLE, _bits, time_failed=r.args.time_failed)
 
 
 if __name__ == "__main__":
