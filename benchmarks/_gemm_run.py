@@ -177,16 +177,16 @@ def argmax_bench(doc, json_path, argv, tag, cases, roles, time_failed=False):
                                  run_tile=run_tile)
 
 
-def run_checks(r, bases, kinds, shapes, check, what, log_ref=False):
+def run_checks(r, bases, kinds, shapes, check, what, check_inputs, log_ref=False):
     """An argmax form bench's checks (``r``: ``argmax_bench``'s namespace): for each base of
     ``bases`` (label -> (semiring name, ...)), each operand kind of ``kinds(base)``, each (m, k, n,
-    ks) of ``shapes``, without then with ``c``: ``bench_gemm_cuda_s6t.check_inputs``'s operands
+    ks) of ``shapes``, without then with ``c``: ``check_inputs``'s operands (the scripts pass
+    ``bench_gemm_cuda_s6t.check_inputs``, imported at their top as before: s6t swaps the
+    ``conftest`` module, which must happen at import, not in a test's run)
     (one generator, seed 2, one cache) and ``check(ref_failed, base, kind, (m, k, n, ks), use_c,
     ops, want, widx)``, ``ops`` the device (a, b, c) with a batch of 1 (c None without it). Then
     ``ref_failed`` sorted into ``out["ref_failed"]``, a log of the checks' count and time (where
     ``log_ref`` the reference failures) and ``what`` failed (``r.failed``), and a save."""
-    from bench_gemm_cuda_s6t import check_inputs  # (here: bench_gemm_cuda_s6t imports this module)
-
     cp, out = r.cp, r.out
     crng = np.random.default_rng(2)
     cache, ref_failed = {}, set()

@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
 from _gemm_run import argmax_bench, check_run, compile_all, run_checks, tile_name, time_forms  # noqa: E402
+from bench_gemm_cuda_s6t import check_inputs  # noqa: E402
 from bench_gemm_cuda_s9t import ARG, PLAIN, SHAPES, T, kinds  # noqa: E402
 from bench_gemm_sweep import baselines  # noqa: E402
 
@@ -88,7 +89,7 @@ def main(argv=None) -> int:
                       f"(±0 aside) {same}, reference after the pass {ok}")
                 r.failed.add((label, ARG_ROLE))
 
-    run_checks(r, BASES, kinds, SHAPES, check, "forms")
+    run_checks(r, BASES, kinds, SHAPES, check, "forms", check_inputs)
     return time_forms(r, TIMED, BASES, T, FORMS, ARG_ROLE, zero_blind, "±0 aside; ")
 
 

@@ -44,6 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
 from _gemm_run import argmax_bench, check_run, compile_all, run_checks, tile_name, time_forms  # noqa: E402
+from bench_gemm_cuda_s6t import check_inputs  # noqa: E402
 from bench_gemm_sweep import baselines  # noqa: E402
 
 sys.modules.pop("conftest", None)
@@ -119,7 +120,7 @@ def main(argv=None) -> int:
                       f"kernel's bits (reference: variant {ok}, library {lib[0]})")
                 r.failed.add((label, ARG_ROLE))
 
-    run_checks(r, BASES, kinds, SHAPES, check, "variants", log_ref=True)
+    run_checks(r, BASES, kinds, SHAPES, check, "variants", check_inputs, log_ref=True)
     return time_forms(r, TIMED, BASES, T, FORMS, ARG_ROLE, _bits, time_failed=r.args.time_failed)
 
 
