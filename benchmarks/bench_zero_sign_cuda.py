@@ -6,7 +6,10 @@ stops the run). Then CUDA-event medians (float32, cupy operands): the GEMM alone
 (``CudaBackend._gemm_kernels``), the GEMM and the pass (``_gemm``), the pass alone (again on the
 fixed output: the same reads and scans), and the whole ``matmul`` (with its NaN check); the first
 three again as ``*_gpu_ms`` behind a 2 ms spin kernel, so that the GPU's time is timed without the
-host's launch overhead (which a short GEMM does not hide); on
+host's launch overhead (which a short GEMM does not hide); since session 14 ``_gemm`` skips the
+pass where the operands' facts show that no zero term can be -0 (``pass_skipped``: the uniform
+cases), and an operand's range facts are timed by CuPy's two reductions against
+``operand_range``'s one kernel; on
 
 * ``uniform``: operands uniform in [-1, 1) (almost no zero output: the pass is one read of D and
   two launches that return at once), square and skinny (the issue's 2,097,152×4×4 rows);
@@ -35,8 +38,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from reference import ref_matmul  # noqa: E402
 
 import pytropical_gpu as tg  # noqa: E402
-from pytropical_gpu import facts  # noqa: E402
-from pytropical_gpu.backends.cuda import zero_sign  # noqa: E402
+from pytropical_gpu import facts, zero_order  # noqa: E402
+from pytropical_gpu.backends.cuda import operand_range, zero_sign  # noqa: E402
 from pytropical_gpu.bench import gputime  # noqa: E402
 from pytropical_gpu.semirings import get_semiring  # noqa: E402
 
@@ -134,7 +137,12 @@ def time_case(cp, case: str, name: str, m: int, k: int, n: int, reps: int) -> di
            "gemm_and_pass_gpu_ms": median_ms(cp, lambda: be._gemm(a3, b3, sr, None, False, known),
                                              reps, True),
            "pass_gpu_ms": median_ms(cp, lambda: zero_sign.fix(d, a3, b3, sr, None), reps, True),
-           "matmul_ms": median_ms(cp, lambda: tg.matmul(a, b, name, backend="cuda"), reps)}
+           "matmul_ms": median_ms(cp, lambda: tg.matmul(a, b, name, backend="cuda"), reps),
+           # an operand's range facts read back: CuPy's two reductions (before session 14) and
+           # operand_range's one kernel (range and signs), host-timed (each ends in a read-back)
+           "facts_two_reductions_ms": median_ms(cp, lambda: cp.stack([a.min(), a.max()]).get(), reps),
+           "facts_one_kernel_ms": median_ms(cp, lambda: operand_range.keys(a).get(), reps),
+           "pass_skipped": zero_order.no_negative_zero(sr, known)}
     row["tops_gemm_and_pass"] = round(2 * m * n * k / row["gemm_and_pass_gpu_ms"] / 1e9, 2)
     row["tops_gemm"] = round(2 * m * n * k / row["gemm_gpu_ms"] / 1e9, 2)
     assert (cp.asnumpy(d).view(np.int32) == want.view(np.int32)).all(), "the pass is not idempotent"

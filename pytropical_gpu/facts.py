@@ -1,12 +1,15 @@
 """Operand facts: what the operations and the kernels need to know about an array's values.
 
 For a float array: NaN present, +inf / -inf present, the number of subnormals, the smallest
-non-zero magnitude and the largest magnitude; for an integer array: its minimum and maximum (hence
-the largest magnitude, and whether an extreme such as a semiring's zero occurs). Each is computed
-once per operand per call, in this module only (on the device for a cupy array, one read-back per
-group, see :class:`Facts`), and only when some layer asks: the operation refuses NaN with them, the
-kernels choose a guarded ⊗ and the DPX path with them, and a subnormal-flushing wgpu adapter
-decides from them whether a call is exact. Nothing else scans an operand's values.
+non-zero magnitude and the largest magnitude, and whether a -0 or any value with its sign bit set
+occurs; for an integer array: its minimum and maximum (hence the largest magnitude, and whether an
+extreme such as a semiring's zero occurs). Each is computed once per operand per call, in this
+module (its reductions in :mod:`pytropical_gpu._fact_scans`: on the device for a cupy array, one
+read-back per group, see :class:`Facts`; a C-contiguous float cupy array's range and sign facts
+come from one kernel), and only when some layer asks: the operation refuses NaN with
+them, the kernels choose a guarded ⊗ and the DPX path with them, the cuda backend skips the
+zero-sign pass where no zero term can be -0, and a subnormal-flushing wgpu adapter decides from
+them whether a call is exact. Nothing else scans an operand's values.
 
 A resident :class:`~pytropical_gpu.backends.wgpu.array.WgpuArray` computes its facts once at
 ``to_device`` (it is immutable) and keeps them; :func:`of` hands those out. cupy arrays, resident or
@@ -30,17 +33,20 @@ from typing import Any
 import numpy as np
 
 from . import _arrays
-
-_INF = float("inf")
+from ._fact_scans import _INF, fused, sign_facts
+from ._fact_scans import range_facts as _range  # module names: the tests spy on them
+from ._fact_scans import small_facts as _small
 
 
 class Facts:
     """The facts of one operand, each learned once and then kept.
 
-    Two groups, each computed together the first time one of its facts is asked: the range (NaN,
+    Three groups, each computed together the first time one of its facts is asked: the range (NaN,
     ±inf, largest magnitude, integer min/max: two reductions, ``x.min()`` and ``x.max()``, which
-    propagate NaN) and, for floats, the small end (smallest non-zero magnitude, subnormal count:
-    what only a subnormal-flushing adapter asks). Asking costs nothing the second time."""
+    propagate NaN; for a C-contiguous float cupy array one kernel, which also gives the signs),
+    for floats the signs (a -0, a sign bit) and the small end (smallest non-zero magnitude,
+    subnormal count: what only a subnormal-flushing adapter asks). Asking costs nothing the second
+    time; :meth:`peek` tells what is known without computing anything."""
 
     __slots__ = ("_x", "_xp", "_v", "dtype", "_pre", "_reader")
 
@@ -71,8 +77,13 @@ class Facts:
         if self._reader is None and self._pre is None and not self.computed and self._x is not None \
                 and self._x.size and self.dtype.kind in "fiu":
             x, xp = self._x, self._xp
-            st = xp.stack([x.min(), x.max()])
-            self._pre = st.astype(np.float64) if self.dtype.kind == "f" else st
+            if fused(x, xp):  # range and signs in one kernel
+                from .backends.cuda import operand_range
+
+                self._pre = operand_range.keys(x)
+            else:
+                st = xp.stack([x.min(), x.max()])
+                self._pre = st.astype(np.float64) if self.dtype.kind == "f" else st
             self._x = None  # not kept alive until the batch ends (the small end stays unknown)
 
     @classmethod
@@ -93,23 +104,31 @@ class Facts:
             got, self._reader = self._reader(), None
             if isinstance(got, dict):  # facts computed on the device (backends/wgpu/stats.py)
                 v.update(got)
+                if self.dtype.kind == "f" and "negzero" not in v:
+                    v.update(sign_facts(None, np, self.dtype))  # not learned there: may occur
                 return v
             self._x = got
         if "nan" not in v:
             v.update(_range(self._x, self._xp, self.dtype, self._pre, v["size"]))
+        if key in ("negzero", "signbit") and "negzero" not in v:
+            v.update(sign_facts(self._x, self._xp, self.dtype))
         if key in ("min_abs", "subnormal") and "min_abs" not in v:
             if self._x is None:  # started on the device without its operand (cupy in a batch)
                 raise RuntimeError("Facts: the small-end facts of an operand whose range was "
                                    "queued on the device are not known")
             v.update(_small(self._x, self._xp, self.dtype))
-        if "min_abs" in v or self.dtype.kind != "f":
+        if ("min_abs" in v and "negzero" in v) or self.dtype.kind != "f":
             self._x = None  # everything known: the operand is not needed any more
         return v
 
     def __getitem__(self, key: str) -> Any:
         """One value by name ("nan", "posinf", "neginf", "subnormal", "min_abs", "absmax", "min",
-        "max", "size")."""
+        "max", "negzero", "signbit", "size")."""
         return self._group(key)[key]
+
+    def peek(self, key: str) -> Any:
+        """The fact ``key`` if it is known already, else None: nothing is computed or read back."""
+        return self._v.get(key)
 
     def as_dict(self) -> dict:
         """The facts that matter for this dtype, by name: nan, inf, subnormal and min_abs for
@@ -145,6 +164,18 @@ class Facts:
         return self["subnormal"]
 
     @property
+    def negzero(self) -> bool:
+        """Whether a -0 occurs (float; False for an integer array). True also where it may but the
+        values are gone (a device result whose facts were computed without it)."""
+        return self["negzero"]
+
+    @property
+    def signbit(self) -> bool:
+        """Whether a value with its sign bit set occurs: a negative or -0, NaN aside (float; for
+        an integer array, whether a negative occurs)."""
+        return self["signbit"]
+
+    @property
     def min_abs(self) -> float:
         """The smallest non-zero magnitude (inf when there is none)."""
         return self["min_abs"]
@@ -177,41 +208,6 @@ class Facts:
             if value in (info.min, info.max):
                 return False  # an extreme occurs exactly when it is the min or the max
         return v["min"] <= value <= v["max"]
-
-
-def _host(stats: Any) -> np.ndarray:
-    """A small stats vector on the host (one read-back for a device array)."""
-    return stats if isinstance(stats, np.ndarray) else stats.get()
-
-
-def _range(x: Any, xp: Any, dt: np.dtype, pre: Any = None, size: int | None = None) -> dict:
-    """The range facts of ``x``; ``pre``: its [min, max] already reduced on the device (``x`` may
-    then be None: :meth:`Facts.start` let go of it), ``size`` its element count."""
-    out = {"nan": False, "posinf": False, "neginf": False, "absmax": 0, "min": None, "max": None}
-    if dt.kind != "f":
-        out.update(min_abs=_INF, subnormal=0)  # no small end to learn: not a float
-    if not (x.size if size is None else size) or dt.kind not in "fiu":
-        return out
-    if dt.kind == "f":
-        st = pre if pre is not None else xp.stack([x.min(), x.max()]).astype(np.float64)
-        lo, hi = _host(st).tolist()
-        if lo != lo or hi != hi:  # min and max propagate NaN: the rest is unknown, and moot
-            return dict(out, nan=True, posinf=True, neginf=True, absmax=_INF)
-        return dict(out, posinf=hi == _INF, neginf=lo == -_INF, absmax=max(abs(lo), abs(hi)))
-    lo, hi = _host(pre if pre is not None else xp.stack([x.min(), x.max()])).tolist()  # ints
-    return dict(out, min=lo, max=hi, absmax=max(abs(lo), abs(hi)))
-
-
-def _small(x: Any, xp: Any, dt: np.dtype) -> dict:
-    if not x.size or dt.kind != "f":
-        return {"min_abs": _INF, "subnormal": 0}
-    mag = xp.abs(x)
-    smallest = float(_host(xp.where(mag == 0, _INF, mag).min().astype(np.float64)[None])[0])
-    tiny = float(np.finfo(dt).tiny)
-    sub = 0
-    if smallest < tiny:  # only then count (rare): one more pass
-        sub = int(_host(((mag > 0) & (mag < tiny)).sum()[None])[0])
-    return {"min_abs": smallest, "subnormal": sub}
 
 
 class _Call(threading.local):

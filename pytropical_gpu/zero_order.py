@@ -31,6 +31,24 @@ def applies(sr: Semiring, dtype: Any) -> bool:
             and sr.mul_op in ("plus", "times", "min", "max"))
 
 
+def no_negative_zero(sr: Semiring, known: dict | None) -> bool:
+    """True when the facts already learned (:meth:`~pytropical_gpu.facts.Facts.peek`: nothing is
+    computed here) show that no zero-valued term of a ⊗ b, nor c, can be -0 for a builtin
+    semiring: every zero output is then +0 under the rule, which is what any fold of the hardware's
+    min / max gives (it returns one of its operands, and none is -0), so no zero-sign pass is
+    needed. With IEEE rounding to nearest, x + y is -0 only for -0 + -0; a zero x * y is -0 only
+    where exactly one sign bit is set; a min or max of zeros is -0 only with a -0 operand. False
+    where a fact is not known (a batch's facts are read at its end)."""
+    if not sr.builtin or not known or known.get("a") is None or known.get("b") is None:
+        return False
+    key = "signbit" if sr.mul_op == "times" else "negzero"
+    a, b = known["a"].peek(key), known["b"].peek(key)
+    c = known.get("c")
+    if a is None or b is None or (c is not None and c.peek("negzero") is not False):
+        return False
+    return not (a and b) if sr.mul_op == "plus" else not (a or b)
+
+
 def combine(xp: Any, kind: str):
     """The ordered ⊕ of two float arrays of module ``xp`` (numpy or cupy): where they are equal,
     the AND (max) or OR (min) of their bits, which is the other value's bits unless both are zeros

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from conftest import require_backend
-from pytropical_gpu import HybridContext, TernaryVec, _arrays, facts
+from pytropical_gpu import HybridContext, TernaryVec, _arrays, _fact_scans, facts
 from pytropical_gpu.backends import get_backend
 from pytropical_gpu.batch import current
 from pytropical_gpu.errors import SubnormalFlushError
@@ -48,13 +48,13 @@ def reads(ctx, monkeypatch):
 
         monkeypatch.setattr(rt, "read", read)
     else:
-        orig = facts._host
+        orig = _fact_scans._host
 
         def host(x):
             count["n"] += 1
             return orig(x)
 
-        monkeypatch.setattr(facts, "_host", host)
+        monkeypatch.setattr(_fact_scans, "_host", host)
     return count
 
 

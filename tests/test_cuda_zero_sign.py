@@ -193,7 +193,8 @@ def test_units_launch(monkeypatch, roles, rng, name):
     monkeypatch.setattr(be, "_sm_count", lambda: 4)  # a small shape then plans big3 over units
     a, b = _operands(rng, name, np.float32, (300, 1030), (1030, 260))
     _check(tg.matmul(a, b, name, backend="cuda"), ref_matmul(a, b, name)[0], name)
-    assert roles == [gemm_units.ROLE, _role(name, np.float32)], roles
+    launched = [r for r in roles if not r.startswith("range_")]  # the operands' facts first
+    assert launched == [gemm_units.ROLE, _role(name, np.float32)], roles
 
 
 @pytest.mark.parametrize("name", ["max_plus", "min_max"])
@@ -327,3 +328,77 @@ def test_unaligned_output(roles, rng):
     assert d.data.ptr % 16 != 0
     zero_sign.fix(d, cp.asarray(a), cp.asarray(b), get_semiring("min_plus"), None)
     _check(d.get(), want, "unaligned")
+
+
+# ------------------------------------------------------------------------------ the facts' gate
+def _facts_of(f):
+    return (f.nan, f["posinf"], f["neginf"], f.absmax, f.negzero, f.signbit)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_one_kernel_facts_equal_the_host_facts(rng, dt):
+    """operand_range's one read gives the range and sign facts numpy gives the same values:
+    NaN, ±inf, subnormals, ±0, odd sizes, an empty and an all-NaN operand, and a strided view
+    (which takes CuPy's two reductions and learns the signs on demand)."""
+    import cupy as cp
+
+    from pytropical_gpu import facts
+    from pytropical_gpu.backends.cuda import operand_range
+
+    tiny = np.finfo(dt).smallest_subnormal
+    pool = np.array([0.0, -0.0, 1.0, -1.0, tiny, -tiny, 3e38, -3e38, np.inf, -np.inf], dt)
+    cases = [np.array([], dt), np.full(5, np.nan, dt), np.array([np.nan, -0.0, 2.0], dt),
+             np.array([tiny], dt), np.array([-tiny], dt), np.array([-0.0], dt)]
+    for size in (1, 257, 1023, 300_007):
+        for pick in (pool, pool[[0, 2, 4, 6]], pool[[1, 3, 5]], pool[[2, 8]]):
+            cases.append(rng.choice(pick, size).astype(dt))
+    for x in cases:
+        d = cp.asarray(x)
+        assert operand_range.applies(d)
+        assert _facts_of(facts.Facts(d, cp)) == _facts_of(facts.Facts(x)), x[:8]
+        if x.size > 1:
+            v = cp.asarray(np.repeat(x, 2))[::2]  # strided: not the one kernel
+            assert not operand_range.applies(v)
+            assert _facts_of(facts.Facts(v, cp)) == _facts_of(facts.Facts(x)), x[:8]
+
+
+@pytest.mark.parametrize("name", SELECTIVE)
+@pytest.mark.parametrize(("m", "k", "n"), [(70, 67, 129), (9, 1030, 11), (201, 21, 13), (3, 41, 1101)],
+                         ids=["tiles", "split_k", "skinny", "wide"])
+def test_the_pass_runs_only_where_a_zero_term_can_be_negative(monkeypatch, rng, name, m, k, n):
+    """cupy operands whose facts show no zero term can be -0 (for plus: -0 in a only; times: no
+    sign bit in either; min / max ⊗: no -0 in either) skip the pass, and every output still equals
+    the reference bit for bit; -0 in both operands, or in c, runs it. With and without argmax."""
+    import cupy as cp
+
+    calls = []
+    real = zero_sign.fix
+    monkeypatch.setattr(zero_sign, "fix", lambda *a, **k: calls.append(1) or real(*a, **k))
+    mul = name.split("_")[1]
+    for dt in (np.float32, np.float64):
+        pos = np.array([0.0, 0.0, 1.0, 2.0, 1e-30, np.inf], dt)  # 1e-30 ** 2 underflows to +0
+        a = rng.choice(pos, (m, k)).astype(dt)
+        b = rng.choice(pos, (k, n)).astype(dt)
+        if mul == "plus":
+            a[rng.random(a.shape) < 0.3] = -0.0  # -0 + +0 = +0: no -0 term
+        c_neg = rng.choice(np.array([-0.0, 0.0, 5.0], dt), (m, n))
+        for cc, settled in ((None, True), (c_neg, False)):
+            for argmax in (False, True):
+                calls.clear()
+                got = tg.matmul(cp.asarray(a), cp.asarray(b), name, return_argmax=argmax,
+                                c=None if cc is None else cp.asarray(cc), backend="cuda")
+                d = got[0] if argmax else got
+                want, widx = ref_matmul(a, b, name, cc)
+                _check(d.get(), want, f"{name} {dt.__name__} c={cc is not None} argmax={argmax}")
+                if argmax:
+                    np.testing.assert_array_equal(got[1].get(), widx)
+                small_k = k <= kernels.SMALL_K and not argmax  # orders zeros itself: no pass
+                assert bool(calls) == (not settled and not small_k), (calls, settled)
+        neg = a.copy()
+        neg[rng.random(neg.shape) < 0.3] = -0.0 if mul != "times" else -1.0
+        nb = b.copy()
+        nb[0, :] = -0.0
+        calls.clear()
+        got = tg.matmul(cp.asarray(neg), cp.asarray(nb), name, return_argmax=True, backend="cuda")
+        _check(got[0].get(), ref_matmul(neg, nb, name)[0], f"{name} {dt.__name__} -0 in both")
+        assert calls, "the facts allow a -0 term: the pass runs"

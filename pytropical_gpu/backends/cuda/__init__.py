@@ -62,11 +62,12 @@ def module_specs():
     """Every module/instantiation the backend compiles (for the nvcc compile test)."""
     from .gemm_units import SPECS as UNITS_SPECS
     from .kernels import module_specs as specs
+    from .operand_range import SPEC as RANGE_SPEC
     from .search_group import SPEC as GROUP_SPEC
     from .search_specs import SPECS as SEARCH_SPECS  # search names its kernels there
     from .zero_sign import SPEC as ZERO_SIGN_SPEC
 
-    return specs() + list(SEARCH_SPECS) + [GROUP_SPEC] + list(UNITS_SPECS) + [ZERO_SIGN_SPEC]
+    return specs() + list(SEARCH_SPECS) + [GROUP_SPEC] + list(UNITS_SPECS) + [ZERO_SIGN_SPEC, RANGE_SPEC]
 
 
 def mark_opened() -> None:

@@ -101,7 +101,7 @@ class CudaBackend(Backend):
     # ---------------------------------------------------------------- semiring GEMM
     def _gemm(self, a, b, sr: Semiring, c, argmax, facts):
         d, idx = self._gemm_kernels(a, b, sr, c, argmax, facts)
-        zero_sign.after_gemm(d, a, b, sr, c, argmax)  # zeros take the ordered sign (zero_order.py)
+        zero_sign.after_gemm(d, a, b, sr, c, argmax, facts)  # zeros: the ordered sign (zero_order.py)
         return d, idx
 
     def _gemm_kernels(self, a, b, sr: Semiring, c, argmax, facts):

@@ -121,11 +121,14 @@ def fix(d, a, b, sr, c) -> None:
         gate, epoch), enable_cooperative_groups=True)
 
 
-def after_gemm(d, a, b, sr, c, argmax: bool) -> None:
+def after_gemm(d, a, b, sr, c, argmax: bool, known: dict | None = None) -> None:
     """:func:`fix` after ``CudaBackend._gemm_kernels`` made ``d``, unless no pass is needed: the rule
-    does not apply, or a builtin semiring's product without argmax ran a small-k kernel, whose fold
-    orders zeros itself (``refold_ord``, ``cuda/semiring_gemm.cu``)."""
-    if not zero_order.applies(sr, d.dtype) or d.size == 0:
+    does not apply, the operands' facts already learned (``known``: the call's
+    :class:`~pytropical_gpu.facts.Facts` of "a", "b", "c") show that no zero term can be -0
+    (:func:`~pytropical_gpu.zero_order.no_negative_zero`), or a builtin semiring's product without
+    argmax ran a small-k kernel, whose fold orders zeros itself (``refold_ord``,
+    ``cuda/semiring_gemm.cu``)."""
+    if not zero_order.applies(sr, d.dtype) or d.size == 0 or zero_order.no_negative_zero(sr, known):
         return
     if not argmax and sr.builtin and gemm_launch.small_k_plan(
             a.shape[1], b.shape[2], a.shape[2], d.dtype.itemsize, False,
