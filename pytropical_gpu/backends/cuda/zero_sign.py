@@ -11,6 +11,8 @@ A and B) and fixes the zero outputs, a grid barrier between the phases. A zero o
 and column flags show that no term can be -0 takes its sign from ``c`` (min) or is +0 (max) at
 once; the others rescan their k terms, 4 a step, until one (or ``c``) has the sign that settles
 them (max: +0, min: -0).
+No pass at all where the operands' facts already show that no zero term can be -0
+(:func:`~pytropical_gpu.zero_order.no_negative_zero`: e.g. min_plus whose A or B holds no -0).
 Cost: one launch and one read of the output where no output is zero; an open gate adds one read
 of A and B, plus the scans of the zero outputs whose flags allow a -0 term. (Setting the gate in
 the GEMM's own epilogue, which would save the read, made the units kernel 1.5-2.4 % slower in
