@@ -35,10 +35,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 import bench_units_gate_s13 as s13  # noqa: E402
 import bench_zero_pass_s14 as s14  # noqa: E402
-from bench_zero_sign_cuda import median_ms  # noqa: E402
 
 import pytropical_gpu as tg  # noqa: E402
-from pytropical_gpu import facts  # noqa: E402
 from pytropical_gpu.backends.cuda import kernels, zero_sign  # noqa: E402
 from pytropical_gpu.semirings import get_semiring  # noqa: E402
 
@@ -180,17 +178,8 @@ def main() -> None:
     gate = Gate(cp)
     pv = passes(cp, sp, grid, gate)
     out = {"device": be.describe(), "grid": grid, "checks": [], "rows": []}
-    text = s13.variants()["params_only"]
-    sig = "              unsigned* __restrict__ ZG, unsigned zepoch) {\n"
-    units = s13.specs({"params": text})["params"]
-    trig = s13.specs({"trig": text.replace(sig, sig + s14.TRIGGER)})["trig"]
-    known = {}
-
-    def gemm(a, b):
-        key = (a.data.ptr, b.data.ptr)
-        if key not in known:
-            known[key] = {"a": facts.of(a, cp), "b": facts.of(b, cp), "c": None}
-        return be._gemm_kernels(a, b, sr, None, False, known[key])[0]
+    units, trig = s14.unit_specs()
+    gemm = s14.library_gemm(cp, be, sr)
 
     for m, k, n in ((300, 1030, 260), (2048, 2048, 2048)):
         a, b = s14.signed_zero_operands(cp, m, k, n, m + 1)
@@ -219,9 +208,7 @@ def main() -> None:
 
 def time_size(cp, be, gemm, pv, units, trig, size, rounds, reps) -> list[dict]:
     """The forms at size³ (uniform operands: the gate stays shut), interleaved rounds."""
-    rs = cp.random.RandomState(size)
-    a = rs.random_sample((1, size, size), dtype=np.float32) * 2 - 1
-    b = rs.random_sample((1, size, size), dtype=np.float32) * 2 - 1
+    a, b = s14.uniform(cp, size)
     d0 = gemm(a, b)
 
     def unit(spec):
@@ -237,18 +224,7 @@ def time_size(cp, be, gemm, pv, units, trig, size, rounds, reps) -> list[dict]:
         else:
             forms["gemm+" + name] = lambda f=f: f(gemm(a, b), a, b)
             forms["alone:" + name] = lambda f=f: f(d0, a, b)
-    times = {name: [] for name in forms}
-    for _ in range(rounds):
-        for name, f in forms.items():
-            times[name].append(median_ms(cp, f, reps, True))
-    base = float(np.median(times["gemm"]))
-    rows = []
-    for name, ts in times.items():
-        ms = float(np.median(ts))
-        rows.append({"form": name, "size": size, "median_ms": ms, "rounds_ms": ts,
-                     "tops": round(2 * size ** 3 / ms / 1e9, 3), "added_us": round(1e3 * (ms - base), 2)})
-        print(json.dumps(rows[-1]), flush=True)
-    return rows
+    return s14.time_forms(cp, forms, size, rounds, reps)
 
 
 if __name__ == "__main__":

@@ -227,11 +227,55 @@ def signed_zero_operands(cp, m, k, n, seed):
     return (vals[rs.randint(0, 4, (1, m, k))], vals[rs.randint(0, 4, (1, k, n))])
 
 
-def time_size(cp, be, gemm, pv, ok, units, trig, size, with_trig, rounds, reps) -> list[dict]:
-    """The forms at size³ (uniform operands in [-1, 1): the gate stays shut), interleaved rounds."""
+def unit_specs():
+    """(``params``, ``trig``): the units kernel with the gate's two parameters
+    (``bench_units_gate_s13``'s ``params_only``), and the same with :data:`TRIGGER` at its start."""
+    text = s13.variants()["params_only"]
+    sig = "              unsigned* __restrict__ ZG, unsigned zepoch) {\n"
+    assert text.count(sig) == 1
+    return (s13.specs({"params": text})["params"],
+            s13.specs({"trig": text.replace(sig, sig + TRIGGER)})["trig"])
+
+
+def library_gemm(cp, be, sr):
+    """f(a, b): the library's GEMM kernels (no pass) on (1, m, k) a and (1, k, n) b, the operands'
+    facts learned once a pair, as matmul does (so no fact is computed in a timed call)."""
+    known = {}
+
+    def gemm(a, b):
+        key = (a.data.ptr, b.data.ptr)
+        if key not in known:
+            known[key] = {"a": facts.of(a, cp), "b": facts.of(b, cp), "c": None}
+        return be._gemm_kernels(a, b, sr, None, False, known[key])[0]
+    return gemm
+
+
+def uniform(cp, size: int):
+    """(1, size, size) float32 operands uniform in [-1, 1) (no zero output: the gate stays shut)."""
     rs = cp.random.RandomState(size)
-    a = rs.random_sample((1, size, size), dtype=np.float32) * 2 - 1
-    b = rs.random_sample((1, size, size), dtype=np.float32) * 2 - 1
+    return tuple(rs.random_sample((1, size, size), dtype=np.float32) * 2 - 1 for _ in range(2))
+
+
+def time_forms(cp, forms: dict, size: int, rounds: int, reps: int) -> list[dict]:
+    """Each form's GPU median (ms, behind a spin kernel), the forms interleaved over ``rounds``, and
+    the µs it adds to the "gemm" form's median; one row a form, printed as it is made."""
+    times = {name: [] for name in forms}
+    for _ in range(rounds):
+        for name, f in forms.items():
+            times[name].append(median_ms(cp, f, reps, True))
+    base = float(np.median(times["gemm"]))
+    rows = []
+    for name, ts in times.items():
+        ms = float(np.median(ts))
+        rows.append({"form": name, "size": size, "median_ms": ms, "rounds_ms": ts,
+                     "tops": round(2 * size ** 3 / ms / 1e9, 3), "added_us": round(1e3 * (ms - base), 2)})
+        print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def time_size(cp, be, gemm, pv, ok, units, trig, size, with_trig, rounds, reps) -> list[dict]:
+    """The forms at size³ (uniform operands: the gate stays shut), interleaved rounds."""
+    a, b = uniform(cp, size)
     d0 = gemm(a, b)
     ref = d0.copy()
     for name in ok:
@@ -248,18 +292,7 @@ def time_size(cp, be, gemm, pv, ok, units, trig, size, with_trig, rounds, reps) 
     forms["params+lib"] = lambda: pv["lib"](unit(units), a, b)
     if with_trig and "pdl_coop" in ok:
         forms["trig+pdl_coop"] = lambda: pv["pdl_coop"](unit(trig), a, b)
-    times = {name: [] for name in forms}
-    for _ in range(rounds):
-        for name, f in forms.items():
-            times[name].append(median_ms(cp, f, reps, True))
-    base = float(np.median(times["gemm"]))
-    rows = []
-    for name, ts in times.items():
-        ms = float(np.median(ts))
-        rows.append({"form": name, "size": size, "median_ms": ms, "rounds_ms": ts,
-                     "tops": round(2 * size ** 3 / ms / 1e9, 3), "added_us": round(1e3 * (ms - base), 2)})
-        print(json.dumps(rows[-1]), flush=True)
-    return rows
+    return time_forms(cp, forms, size, rounds, reps)
 
 
 def main() -> None:
@@ -278,21 +311,10 @@ def main() -> None:
     lib_fn = kernels.function(zero_sign.SPEC, zero_sign.role("min", "plus", np.float32))
     grid = zero_sign._resident(lib_fn)
     out = {"device": be.describe(), "grid": grid, "checks": [], "errors": {}, "rows": []}
-    units = s13.specs({"params": s13.variants()["params_only"]})["params"]
-    text = s13.variants()["params_only"]
-    sig = "              unsigned* __restrict__ ZG, unsigned zepoch) {\n"
-    assert text.count(sig) == 1
-    trig = s13.specs({"trig": text.replace(sig, sig + TRIGGER)})["trig"]
+    units, trig = unit_specs()
     pv = passes(cp, sp, grid)
 
-    known = {}
-
-    def gemm(a, b):
-        """The library's GEMM kernels (no pass); the operands' facts learned once, as matmul does."""
-        key = (a.data.ptr, b.data.ptr)
-        if key not in known:
-            known[key] = {"a": facts.of(a, cp), "b": facts.of(b, cp), "c": None}
-        return be._gemm_kernels(a, b, sr, None, False, known[key])[0]
+    gemm = library_gemm(cp, be, sr)
 
     # checks: every full variant equals zero_sign.fix where the gate opens
     for m, k, n, big in ((300, 1030, 260, False), (2048, 2048, 2048, True)):

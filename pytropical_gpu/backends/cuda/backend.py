@@ -17,12 +17,8 @@ from ...types import SoftTernaryVec
 from .. import _process
 from ..base import Backend, ceil_div
 from . import gemm_launch, gemm_units, kernels, search_launch, vsa_launch, zero_sign
+from .gemm_launch import _MAX_GRID_YZ, _i64
 from .launch import wrap_errors
-
-_MAX_GRID_YZ = 65535
-_NULL = np.uint64(0)  # a null pointer argument
-def _i64(x: int) -> np.int64:
-    return np.int64(x)
 
 
 class CudaBackend(Backend):
