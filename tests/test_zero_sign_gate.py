@@ -95,3 +95,44 @@ def test_unknown_facts_never_settle():
     user = get_semiring("min_plus").__class__  # a user-defined semiring is never settled by facts
     assert not zero_order.no_negative_zero(
         user("u", np.minimum, np.add, np.inf, 0.0, dtypes=("float32",), selective=True), fresh)
+
+
+def _keys_by_hand(x: np.ndarray) -> np.ndarray:
+    """What ``cuda/operand_range.cu`` leaves in its three words for ``x``, written here from the
+    values' order (not its bit trick): the key of the k-th distinct non-NaN value of the dtype's
+    total order, -0 below +0, is found by ranking the value among all of the dtype's bit patterns."""
+    it = np.dtype(f"u{x.itemsize}")
+    bits = 8 * x.itemsize
+    vals = [v for v in x.ravel() if v == v]
+
+    def key(v):  # negative: -(magnitude bits) below 2^(bits-1); positive: 2^(bits-1) + magnitude
+        u = int(np.array([v], x.dtype).view(it)[0])
+        mag = u & ((1 << (bits - 1)) - 1)
+        return (1 << (bits - 1)) - 1 - mag if math.copysign(1.0, float(v)) < 0 else (1 << (bits - 1)) + mag
+
+    lo = min((key(v) for v in vals), default=None)
+    hi = max((key(v) for v in vals), default=0)
+    neg, sb = _signs_by_hand(x)
+    flags = int(any(v != v for v in x.ravel())) | (2 if neg else 0) | (4 if sb else 0)
+    inv = 0 if lo is None else ~lo & ((1 << 64) - 1)
+    return np.array([inv, hi, flags], np.uint64)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_one_kernel_words_decode_to_the_host_facts(rng, dt):
+    """The facts read from operand_range's words (built here by hand) equal numpy's facts of the same
+    values: the decoding the cuda backend uses, checked without a GPU."""
+    from pytropical_gpu import _fact_scans
+
+    tiny = np.finfo(dt).smallest_subnormal
+    pool = np.array([0.0, -0.0, 1.0, -1.0, tiny, -tiny, np.finfo(dt).max, -np.inf, np.inf], dt)
+    cases = [np.full(3, np.nan, dt), np.array([np.nan, -0.0, 2.0], dt), np.array([-tiny], dt)]
+    cases += [rng.choice(pool[rng.permutation(pool.size)[:1 + t % pool.size]], 9).astype(dt)
+              for t in range(20)]
+    for x in cases:
+        if not x.size:
+            continue
+        got = _fact_scans.range_facts(None, np, np.dtype(dt), _keys_by_hand(x), x.size)
+        want = facts.Facts(x)
+        for name in ("nan", "posinf", "neginf", "absmax", "negzero", "signbit"):
+            assert got[name] == want[name], (name, x, got)
