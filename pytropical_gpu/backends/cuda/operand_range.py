@@ -7,6 +7,8 @@ nothing of -0; the sign facts let the cuda backend skip the zero-sign pass where
 
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 
 from . import kernels
@@ -15,12 +17,15 @@ SPEC = kernels.ModuleSpec("operand_range", "operand_range.cu", {
     "range_float32": "ptg::operand_range<float>", "range_float64": "ptg::operand_range<double>"})
 #: threads a block (cuda/operand_range.cu reduces 8 warps), most blocks (grid-stride beyond)
 THREADS, MAX_BLOCKS = 256, 1056
-_UINT = {4: np.uint32, 8: np.uint64}
+#: dtype -> (role, struct format of its bits, of the float): looked up by the dtype object, as
+#: ``dtype.name`` costs microseconds a call in numpy 2 and the facts run on every matmul
+_ROLE = {np.dtype(np.float32): ("range_float32", "<I", "<f"),
+         np.dtype(np.float64): ("range_float64", "<Q", "<d")}
 
 
 def applies(x) -> bool:
     """Whether :func:`keys` takes ``x``: a C-contiguous float32 / float64 cupy array."""
-    return f"range_{x.dtype.name}" in SPEC.names and x.flags.c_contiguous
+    return x.dtype in _ROLE and x.flags.c_contiguous
 
 
 def keys(x):
@@ -31,16 +36,17 @@ def keys(x):
     out = cp.zeros(3, np.uint64)
     if x.size:
         blocks = min(MAX_BLOCKS, -(-x.size // THREADS))
-        kernels.function(SPEC, f"range_{x.dtype.name}")((blocks,), (THREADS,), (x, np.int64(x.size), out))
+        kernels.function(SPEC, _ROLE[x.dtype][0])((blocks,), (THREADS,), (x, np.int64(x.size), out))
     return out
 
 
 def _value(key: int, dt: np.dtype) -> float:
     """The float whose order-preserving key (cuda/operand_range.cu) is ``key``."""
+    _, ufmt, ffmt = _ROLE[dt]
     bits = 8 * dt.itemsize
     sign = 1 << (bits - 1)
     u = key & ~sign if key & sign else ~key & ((1 << bits) - 1)
-    return float(np.array([u], _UINT[dt.itemsize]).view(dt)[0])
+    return struct.unpack(ffmt, struct.pack(ufmt, u))[0]
 
 
 def decode(vec, dt) -> dict:
