@@ -117,8 +117,9 @@ class Facts:
                 raise RuntimeError("Facts: the small-end facts of an operand whose range was "
                                    "queued on the device are not known")
             v.update(_small(self._x, self._xp, self.dtype))
-        if ("min_abs" in v and "negzero" in v) or self.dtype.kind != "f":
-            self._x = None  # everything known: the operand is not needed any more
+        if "min_abs" in v or self.dtype.kind != "f":
+            self._x = None  # range and small end known: the operand is not kept (signs asked
+            # after this are taken as present, as for a device result: see sign_facts)
         return v
 
     def __getitem__(self, key: str) -> Any:
@@ -166,13 +167,14 @@ class Facts:
     @property
     def negzero(self) -> bool:
         """Whether a -0 occurs (float; False for an integer array). True also where it may but the
-        values are gone (a device result whose facts were computed without it)."""
+        values are gone (a device result's facts, or asked after the small end let the operand
+        go); the one-kernel range of a cupy array always learns it exactly."""
         return self["negzero"]
 
     @property
     def signbit(self) -> bool:
         """Whether a value with its sign bit set occurs: a negative or -0, NaN aside (float; for
-        an integer array, whether a negative occurs)."""
+        an integer array, whether a negative occurs). True also where it may, as :attr:`negzero`."""
         return self["signbit"]
 
     @property

@@ -136,3 +136,15 @@ def test_one_kernel_words_decode_to_the_host_facts(rng, dt):
         want = facts.Facts(x)
         for name in ("nan", "posinf", "neginf", "absmax", "negzero", "signbit"):
             assert got[name] == want[name], (name, x, got)
+
+
+def test_signs_asked_after_the_small_end_are_taken_as_present():
+    """Once the range and the small end are known the operand is let go (a resident WgpuArray keeps
+    its facts for its life, not its host copy); a sign fact asked after that is the conservative
+    answer, which runs the pass, never a wrong "absent"."""
+    x = np.ones((3, 3), np.float32)
+    f = facts.Facts(x)
+    assert f.min_abs == 1.0 and f._x is None
+    assert f.negzero and f.signbit
+    g = facts.Facts(x)
+    assert not g.negzero and not g.signbit  # asked first: learned from the values
