@@ -107,6 +107,7 @@ def cuda_rates(cp, sms: int, steps: int, clock_hz: float) -> list[dict]:
     from bench_gemm_sweep import MICRO
 
     from pytropical_gpu.backends.cuda import kernels
+    from pytropical_gpu.bench import gputime
 
     spec = kernels.ModuleSpec("s14:micro", "semiring_gemm.cu", {"op1": "ptgmicro::issue<1>",
                                                                  "op3": "ptgmicro::issue<3>"}, MICRO)
@@ -116,16 +117,8 @@ def cuda_rates(cp, sms: int, steps: int, clock_hz: float) -> list[dict]:
     rows = []
     for role, name in (("op3", "cuda DPX VIADDMNMX"), ("op1", "cuda FADD+FMNMX")):
         fn = kernels.function(spec, role)
-        fn((blocks,), (256,), (buf_out, buf_in, np.int32(steps)))
-        e0, e1 = cp.cuda.Event(), cp.cuda.Event()
-        ts = []
-        for _ in range(5):
-            e0.record()
-            fn((blocks,), (256,), (buf_out, buf_in, np.int32(steps)))
-            e1.record()
-            e1.synchronize()
-            ts.append(cp.cuda.get_elapsed_time(e0, e1) / 1e3)
-        s = float(np.median(ts))
+        s = float(np.median(gputime.event_times(
+            cp, lambda fn=fn: fn((blocks,), (256,), (buf_out, buf_in, np.int32(steps))), 5)))
         terms = blocks * 256 * steps * R
         rows.append({"op": name, "s": s, "terms_per_clk_per_sm": terms / s / sms / clock_hz,
                      "tops": 2 * terms / s / 1e12})
