@@ -19,6 +19,7 @@ import pytest
 from reference import ref_matmul
 
 import pytropical_gpu as tg
+from conftest import require_backend
 from pytropical_gpu import zero_order
 from pytropical_gpu.backends.cuda import gemm_units, kernels, zero_sign
 from pytropical_gpu.semirings import get_semiring
@@ -339,6 +340,7 @@ def test_one_kernel_facts_equal_the_host_facts(rng, dt):
     """operand_range's one read gives the range and sign facts numpy gives the same values:
     NaN, ±inf, subnormals, ±0, odd sizes, an empty and an all-NaN operand, and a strided view
     (which takes CuPy's two reductions and learns the signs on demand)."""
+    require_backend("cuda")
     import cupy as cp
 
     from pytropical_gpu import facts
@@ -368,6 +370,7 @@ def test_the_pass_runs_only_where_a_zero_term_can_be_negative(monkeypatch, rng, 
     """cupy operands whose facts show no zero term can be -0 (for plus: -0 in a only; times: no
     sign bit in either; min / max ⊗: no -0 in either) skip the pass, and every output still equals
     the reference bit for bit; -0 in both operands, or in c, runs it. With and without argmax."""
+    require_backend("cuda")
     import cupy as cp
 
     calls = []
