@@ -17,46 +17,44 @@ def _host(stats: Any) -> np.ndarray:
     return stats if isinstance(stats, np.ndarray) else stats.get()
 
 
+def reduce_range(x: Any, xp: Any, dt: np.dtype) -> Any:
+    """The range of ``x`` reduced to a small vector, on ``x``'s device, not read back: a C-contiguous
+    float cupy array's ``operand_range.keys`` (range and signs in one kernel, uint64), else
+    ``[min, max]`` (float64 for a float array, which keeps NaN)."""
+    if getattr(xp, "__name__", "") == "cupy" and dt.kind == "f":
+        from .backends.cuda import operand_range
+
+        if operand_range.applies(x):
+            return operand_range.keys(x)
+    st = xp.stack([x.min(), x.max()])
+    return st.astype(np.float64) if dt.kind == "f" else st
+
+
 def range_facts(x: Any, xp: Any, dt: np.dtype, pre: Any = None, size: int | None = None) -> dict:
-    """The range facts of ``x`` (and, from the one kernel, its signs); ``pre``: its [min, max] (or
-    ``operand_range.keys``) already reduced on the device (``x`` may
-    then be None: :meth:`Facts.start` let go of it), ``size`` its element count."""
+    """The range facts of ``x`` (and, from the one kernel, its signs); ``pre``: its
+    :func:`reduce_range` already queued (``x`` may then be None: :meth:`Facts.start` let go of
+    it), ``size`` its element count."""
     out = {"nan": False, "posinf": False, "neginf": False, "absmax": 0, "min": None, "max": None}
     if dt.kind != "f":
         out.update(min_abs=_INF, subnormal=0, negzero=False)  # no small end, no -0: not a float
     if not (x.size if size is None else size) or dt.kind not in "fiu":
         return dict(out, negzero=False, signbit=False)
-    if dt.kind == "f":
-        if pre is None and fused(x, xp):
-            from .backends.cuda import operand_range
+    st = pre if pre is not None else reduce_range(x, xp, dt)
+    if dt.kind != "f":
+        lo, hi = _host(st).tolist()  # ints
+        return dict(out, min=lo, max=hi, absmax=max(abs(lo), abs(hi)), signbit=lo < 0)
+    signs = {}
+    if st.dtype == np.uint64:  # operand_range's keys: range and signs
+        from .backends.cuda import operand_range
 
-            pre = operand_range.keys(x)
-        if pre is not None and pre.dtype == np.uint64:  # operand_range's keys: range and signs
-            from .backends.cuda import operand_range
-
-            got = operand_range.decode(_host(pre), dt)
-            signs = {"negzero": got["negzero"], "signbit": got["signbit"]}  # NaN aside
-            if got["nan"]:  # as below: the rest is moot
-                return dict(out, nan=True, posinf=True, neginf=True, absmax=_INF, **signs)
-            lo, hi = got["lo"], got["hi"]
-            return dict(out, posinf=hi == _INF, neginf=lo == -_INF, absmax=max(abs(lo), abs(hi)),
-                        **signs)
-        st = pre if pre is not None else xp.stack([x.min(), x.max()]).astype(np.float64)
+        got = operand_range.decode(_host(st), dt)
+        signs = {"negzero": got["negzero"], "signbit": got["signbit"]}  # NaN aside
+        lo, hi = (float("nan"),) * 2 if got["nan"] else (got["lo"], got["hi"])
+    else:
         lo, hi = _host(st).tolist()
-        if lo != lo or hi != hi:  # min and max propagate NaN: the rest is unknown, and moot
-            return dict(out, nan=True, posinf=True, neginf=True, absmax=_INF)
-        return dict(out, posinf=hi == _INF, neginf=lo == -_INF, absmax=max(abs(lo), abs(hi)))
-    lo, hi = _host(pre if pre is not None else xp.stack([x.min(), x.max()])).tolist()  # ints
-    return dict(out, min=lo, max=hi, absmax=max(abs(lo), abs(hi)), signbit=lo < 0)
-
-
-def fused(x: Any, xp: Any) -> bool:
-    """Whether ``x`` takes the one-kernel range (a C-contiguous float cupy array)."""
-    if getattr(xp, "__name__", "") != "cupy" or x is None or x.dtype.kind != "f":
-        return False
-    from .backends.cuda import operand_range
-
-    return operand_range.applies(x)
+    if lo != lo or hi != hi:  # min and max propagate NaN: the rest is unknown, and moot
+        return dict(out, nan=True, posinf=True, neginf=True, absmax=_INF, **signs)
+    return dict(out, posinf=hi == _INF, neginf=lo == -_INF, absmax=max(abs(lo), abs(hi)), **signs)
 
 
 def sign_facts(x: Any, xp: Any, dt: np.dtype) -> dict:
@@ -85,4 +83,4 @@ def small_facts(x: Any, xp: Any, dt: np.dtype) -> dict:
     return {"min_abs": smallest, "subnormal": sub}
 
 
-__all__ = ["fused", "range_facts", "sign_facts", "small_facts"]
+__all__ = ["range_facts", "reduce_range", "sign_facts", "small_facts"]

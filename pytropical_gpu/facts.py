@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from . import _arrays
-from ._fact_scans import _INF, fused, sign_facts
+from ._fact_scans import _INF, reduce_range, sign_facts
 from ._fact_scans import range_facts as _range  # module names: the tests spy on them
 from ._fact_scans import small_facts as _small
 
@@ -76,14 +76,7 @@ class Facts:
         waiting: the facts asked later read their result (a batch checks them at its end)."""
         if self._reader is None and self._pre is None and not self.computed and self._x is not None \
                 and self._x.size and self.dtype.kind in "fiu":
-            x, xp = self._x, self._xp
-            if fused(x, xp):  # range and signs in one kernel
-                from .backends.cuda import operand_range
-
-                self._pre = operand_range.keys(x)
-            else:
-                st = xp.stack([x.min(), x.max()])
-                self._pre = st.astype(np.float64) if self.dtype.kind == "f" else st
+            self._pre = reduce_range(self._x, self._xp, self.dtype)  # one kernel where it can
             self._x = None  # not kept alive until the batch ends (the small end stays unknown)
 
     @classmethod
