@@ -22,7 +22,6 @@ barriers run), at 300×1030×260 and after a 2048³ GEMM, and leaves its counter
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -36,7 +35,6 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 import bench_units_gate_s13 as s13  # noqa: E402
 import bench_zero_pass_s14 as s14  # noqa: E402
 
-import pytropical_gpu as tg  # noqa: E402
 from pytropical_gpu.backends.cuda import kernels, zero_sign  # noqa: E402
 from pytropical_gpu.semirings import get_semiring  # noqa: E402
 
@@ -162,24 +160,15 @@ def passes(cp, sp, grid: int, gate: Gate):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--json")
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--reps", type=int, default=15)
-    ap.add_argument("--sizes", default="2048,1024")
-    args = ap.parse_args()
+    args = s14.arguments(__doc__, 5)
     import cupy as cp
 
     t0 = time.time()
-    be = tg.get_backend("cuda")
-    sr = get_semiring("min_plus")
+    be, sr, grid, (units, trig), gemm = s14.setup(cp)
     sp = kernels.ModuleSpec("zero_sign:s14b", zero_sign.SPEC.source, dict(NAMES), EXTRA)
-    grid = zero_sign._resident(kernels.function(zero_sign.SPEC, zero_sign.role("min", "plus", np.float32)))
     gate = Gate(cp)
     pv = passes(cp, sp, grid, gate)
     out = {"device": be.describe(), "grid": grid, "checks": [], "rows": []}
-    units, trig = s14.unit_specs()
-    gemm = s14.library_gemm(cp, be, sr)
 
     for m, k, n in ((300, 1030, 260), (2048, 2048, 2048)):
         a, b = s14.signed_zero_operands(cp, m, k, n, m + 1)

@@ -172,13 +172,7 @@ def launch_ex(cp, fn, grid: int, block: int, args, coop: bool, pdl: bool) -> Non
 
 def pass_args(d, a, b, c=None):
     """``zero_sign.fix``'s arguments for (1, m, k) a, (1, k, n) b, (1, m, n) d."""
-    _, m, n = d.shape
-    k = a.shape[2]
-    i64 = np.int64
-    gate, epoch = zero_sign._gate()
-    flags = zero_sign._flags(m + n)
-    return (a, b, np.uint64(0) if c is None else c, d, i64(m), i64(n), i64(k), i64(0), i64(0),
-            i64(0), i64(1), i64(m), i64(n), flags, gate, epoch)
+    return zero_sign.launch_args(d, a, b, c)[1]
 
 
 def passes(cp, sp, grid: int):
@@ -295,26 +289,33 @@ def time_size(cp, be, gemm, pv, ok, units, trig, size, with_trig, rounds, reps) 
     return time_forms(cp, forms, size, rounds, reps)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def arguments(doc: str, rounds: int):
+    """The s14 benches' command line: --json, --rounds, --reps, --sizes."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
     ap.add_argument("--json")
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=rounds)
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--sizes", default="2048,1024")
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def setup(cp):
+    """(backend, min_plus, the library pass's grid, units specs (params, trig), the library GEMM):
+    what both s14 benches time against."""
+    be = tg.get_backend("cuda")
+    sr = get_semiring("min_plus")
+    grid = zero_sign._resident(kernels.function(zero_sign.SPEC, zero_sign.role("min", "plus", np.float32)))
+    return be, sr, grid, unit_specs(), library_gemm(cp, be, sr)
+
+
+def main() -> None:
+    args = arguments(__doc__, 3)
     import cupy as cp
 
     t0 = time.time()
-    be = tg.get_backend("cuda")
-    sr = get_semiring("min_plus")
-    sp = spec()
-    lib_fn = kernels.function(zero_sign.SPEC, zero_sign.role("min", "plus", np.float32))
-    grid = zero_sign._resident(lib_fn)
+    be, sr, grid, (units, trig), gemm = setup(cp)
     out = {"device": be.describe(), "grid": grid, "checks": [], "errors": {}, "rows": []}
-    units, trig = unit_specs()
-    pv = passes(cp, sp, grid)
-
-    gemm = library_gemm(cp, be, sr)
+    pv = passes(cp, spec(), grid)
 
     # checks: every full variant equals zero_sign.fix where the gate opens
     for m, k, n, big in ((300, 1030, 260, False), (2048, 2048, 2048, True)):

@@ -106,21 +106,26 @@ def fix(d, a, b, sr, c) -> None:
     dt = d.dtype
     if dt.kind != "f" or d.size == 0 or not zero_order.applies(sr, dt):
         return
+    fn = kernels.function(SPEC, role(sr.add_op, sr.mul_op, dt))
+    work, args = launch_args(d, a, b, c)
+    fn((min(work, MAX_BLOCKS, _resident(fn)),), (THREADS,), args, enable_cooperative_groups=True)
+
+
+def launch_args(d, a, b, c) -> tuple[int, tuple]:
+    """``zero_pass``'s work items (blocks' worth) and arguments for :func:`fix`'s operands: the
+    stream's gate words with this call's epoch and a fresh flags scratch (a word per row of A,
+    then per column of B)."""
     batch, m, n = d.shape
     k = a.shape[2]
     i64 = np.int64
     ra, cb = a.shape[0] * m, b.shape[0] * n
-    total = batch * m * n
     gate, epoch = _gate()
-    flags = _flags(ra + cb)  # a word per row of A, then per column of B
-    fn = kernels.function(SPEC, role(sr.add_op, sr.mul_op, dt))
-    work = max(ceil_div(total, THREADS), ceil_div(ra * ceil_div(k, RK), 8)
+    work = max(ceil_div(batch * m * n, THREADS), ceil_div(ra * ceil_div(k, RK), 8)
                + b.shape[0] * ceil_div(n, 32) * ceil_div(k, CK))
-    fn((min(work, MAX_BLOCKS, _resident(fn)),), (THREADS,), (
-        a, b, _NULL if c is None else c, d, i64(m), i64(n), i64(k),
-        i64(0 if a.shape[0] == 1 else m * k), i64(0 if b.shape[0] == 1 else k * n),
-        i64(0 if c is None or c.shape[0] == 1 else m * n), i64(batch), i64(ra), i64(cb), flags,
-        gate, epoch), enable_cooperative_groups=True)
+    return work, (a, b, _NULL if c is None else c, d, i64(m), i64(n), i64(k),
+                  i64(0 if a.shape[0] == 1 else m * k), i64(0 if b.shape[0] == 1 else k * n),
+                  i64(0 if c is None or c.shape[0] == 1 else m * n), i64(batch), i64(ra), i64(cb),
+                  _flags(ra + cb), gate, epoch)
 
 
 def after_gemm(d, a, b, sr, c, argmax: bool, known: dict | None = None) -> None:
@@ -139,4 +144,4 @@ def after_gemm(d, a, b, sr, c, argmax: bool, known: dict | None = None) -> None:
     fix(d, a, b, sr, c)
 
 
-__all__ = ["SPEC", "after_gemm", "fix", "role"]
+__all__ = ["SPEC", "after_gemm", "fix", "launch_args", "role"]
